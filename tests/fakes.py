@@ -1,0 +1,58 @@
+"""A scripted check kind for runner tests: no network, behaviour chosen per target host."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import pytest
+
+from waitfor.checks import KINDS, Kind
+from waitfor.checks.base import Check, Outcome
+from waitfor.targets import Target
+
+
+@dataclass
+class Behaviour:
+    """Outcomes to return in turn (the last repeats); "hang" awaits forever."""
+
+    outcomes: list[Outcome | str]
+    probes: int = 0
+    closed: int = 0
+    budgets: list[float] = field(default_factory=list)
+
+
+BEHAVIOURS: dict[str, Behaviour] = {}
+
+
+class FakeCheck(Check):
+    @property
+    def behaviour(self) -> Behaviour:
+        return BEHAVIOURS[self.target.host]
+
+    async def probe(self, budget: float) -> Outcome:
+        b = self.behaviour
+        b.budgets.append(budget)
+        outcome = b.outcomes[min(b.probes, len(b.outcomes) - 1)]
+        b.probes += 1
+        if outcome == "hang":
+            await asyncio.Event().wait()
+        assert isinstance(outcome, Outcome)
+        return outcome
+
+    async def aclose(self) -> None:
+        self.behaviour.closed += 1
+
+
+def fake_target(name: str, *outcomes: Outcome | str) -> Target:
+    BEHAVIOURS[name] = Behaviour(list(outcomes))
+    return Target("fake", "fake", f"fake://{name}", name, None, None, f"fake://{name}")
+
+
+@contextmanager
+def fake_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Target]]:
+    monkeypatch.setitem(KINDS, "fake", Kind("fake", "tests.fakes:FakeCheck"))
+    BEHAVIOURS.clear()
+    yield fake_target

@@ -1,0 +1,111 @@
+"""Real servers for tests: TCP listeners that come up later, HTTP servers whose answers change."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+def free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def tcp_listener(port: int, host: str = "127.0.0.1", delay: float = 0.0) -> Iterator[list[float]]:
+    """Listen on host:port after ``delay`` seconds; yields a list receiving the listen time."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    opened: list[float] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        if stop.wait(delay):
+            return
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(64)
+            sock.settimeout(0.05)
+            opened.append(time.monotonic())
+            while not stop.is_set():
+                try:
+                    conn, _ = sock.accept()
+                    conn.close()
+                except TimeoutError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield opened
+    finally:
+        stop.set()
+        thread.join()
+
+
+@dataclass
+class Script:
+    """What the test HTTP server answers; tests change it while a waiter runs."""
+
+    status: int = 200
+    body: bytes = b"ok"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    routes: dict[str, Script] = field(default_factory=dict)  # path -> other answer
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def _answer(self) -> None:
+        script = self.server.script
+        script.requests.append((self.command, self.path, dict(self.headers)))
+        script = script.routes.get(self.path.partition("?")[0], script)
+        if script.delay:
+            time.sleep(script.delay)
+        self.send_response(script.status)
+        for name, value in script.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(script.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(script.body)
+
+    do_GET = do_HEAD = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    script: Script
+
+
+@contextmanager
+def http_server(
+    script: Script | None = None, host: str = "127.0.0.1", tls: object = None
+) -> Iterator[tuple[str, Script]]:
+    """Serve ``script`` on a free port; yields (base URL, script). ``tls``: an ssl.SSLContext."""
+    server = _Server((host, 0), _Handler)
+    server.script = script or Script()
+    scheme = "http"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)  # type: ignore[attr-defined]
+        scheme = "https"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield f"{scheme}://{host}:{server.server_address[1]}", server.script
+    finally:
+        server.shutdown()
+        server.server_close()

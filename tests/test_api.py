@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port, tcp_listener
+from waitfor import (
+    TargetError,
+    UsageError,
+    WaitTimeout,
+    parse_target,
+    wait_for,
+    wait_for_async,
+)
+
+
+def test_sync_and_async_forms() -> None:
+    port = free_port()
+    with tcp_listener(port):
+        target = parse_target(f"tcp://127.0.0.1:{port}")
+        assert wait_for(target, f"tcp://127.0.0.1:{port}", timeout="5s")[0].ready
+        results = asyncio.run(wait_for_async(f"tcp://127.0.0.1:{port}", timeout=5))
+        assert results[0].ready
+
+
+def test_sync_form_refuses_to_block_a_running_loop() -> None:
+    async def inside() -> None:
+        with pytest.raises(UsageError, match="use 'await wait_for_async"):
+            wait_for("tcp://127.0.0.1:1")
+
+    asyncio.run(inside())
+
+
+def test_timeout_exception_carries_reasons() -> None:
+    port = free_port()
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(f"tcp://127.0.0.1:{port}", timeout=0.3)
+    error = info.value
+    assert error.exit_code == 124
+    assert [r.reason for r in error.results] == [f"127.0.0.1:{port} connection refused"]
+    assert f"tcp://127.0.0.1:{port}: 127.0.0.1:{port} connection refused" in str(error)
+
+
+def test_secrets_stay_out_of_exception_text() -> None:
+    port = free_port()
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(f"http://admin:hunter2@127.0.0.1:{port}/?api_key=k3y", timeout=0.3)
+    for text in (str(info.value), repr(info.value), repr(info.value.results)):
+        assert "hunter2" not in text
+        assert "k3y" not in text
+        assert f"127.0.0.1:{port}" in text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"timeout": -1}, "timeout must be a positive"),
+        ({"timeout": "later"}, "timeout: 'later' is not a duration"),
+        ({"attempt_timeout": 0}, "attempt_timeout must be a positive"),
+        ({"timeout": float("nan")}, "timeout must be a positive"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], error: str) -> None:
+    with pytest.raises(UsageError, match=error):
+        wait_for("tcp://127.0.0.1:1", **kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_targets() -> None:
+    with pytest.raises(UsageError, match="no targets"):
+        wait_for()
+    with pytest.raises(TargetError, match="missing port"):
+        wait_for("tcp://db")
+
+
+def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
+    """An init container's cold start is paid on every pod start: tcp must not load httpx & co."""
+    port = free_port()
+    listing = tmp_path / "modules"
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
+        "from waitfor.cli import main\n"
+        "main(sys.argv[2:])\n"
+    )
+    with tcp_listener(port):
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(listing), f"tcp://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 0, result.stderr
+    imported = set(listing.read_text().split())
+    assert "waitfor.checks.tcp" in imported
+    assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.checks.http"}

@@ -1,0 +1,260 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers import Script, free_port, http_server, tcp_listener
+from waitfor import api, cli
+
+
+def waitfor(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "waitfor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "waitfor", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture
+def closed_port() -> int:
+    return free_port()
+
+
+class Passed:
+    """Records what the CLI handed to the library, instead of waiting."""
+
+    def __init__(self) -> None:
+        self.targets: Sequence[str] = ()
+        self.kwargs: dict[str, Any] = {}
+
+    async def __call__(self, *targets: str, **kwargs: Any) -> list[object]:
+        self.targets, self.kwargs = targets, kwargs
+        return []
+
+
+@pytest.fixture
+def passed(monkeypatch: pytest.MonkeyPatch) -> Passed:
+    recorder = Passed()
+    monkeypatch.setattr(api, "wait_for_async", recorder)
+    return recorder
+
+
+def run_cli(args: list[str], monkeypatch: pytest.MonkeyPatch, **env: str) -> int:
+    for name in [n for n in os.environ if n.startswith("WAITFOR_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as info:
+        cli.main(args)
+    assert isinstance(info.value.code, int)
+    return info.value.code
+
+
+def test_cli_passes_options_on(
+    passed: Passed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    code = run_cli(
+        [
+            "-t",
+            "5m",
+            "--attempt-timeout",
+            "2s",
+            "--invert",
+            "--insecure",
+            "--cacert",
+            str(ca),
+            "--max-interval",
+            "2",
+            "tcp://a:1",
+            "http://b",
+        ],
+        monkeypatch,
+    )
+    assert code == 0
+    assert passed.targets == ("tcp://a:1", "http://b")
+    kw = passed.kwargs
+    assert (kw["timeout"], kw["attempt_timeout"], kw["invert"]) == (300, 2, True)
+    assert kw["defaults"] == {"insecure": "true", "cacert": str(ca)}
+    assert kw["backoff"].maximum == 2
+
+
+def test_env_configuration(passed: Passed, monkeypatch: pytest.MonkeyPatch) -> None:
+    code = run_cli(
+        [],
+        monkeypatch,
+        WAITFOR_TARGETS=" tcp://a:1\n  http://b ",
+        WAITFOR_TIMEOUT="90s",
+        WAITFOR_INVERT="true",
+        WAITFOR_ATTEMPT_TIMEOUT="1",
+    )
+    assert code == 0
+    assert passed.targets == ("tcp://a:1", "http://b")
+    assert (passed.kwargs["timeout"], passed.kwargs["invert"]) == (90, True)
+    assert passed.kwargs["attempt_timeout"] == 1
+
+
+def test_command_line_wins_over_env(passed: Passed, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (
+        run_cli(
+            ["-t", "3", "tcp://c:3"], monkeypatch, WAITFOR_TARGETS="tcp://a:1", WAITFOR_TIMEOUT="90"
+        )
+        == 0
+    )
+    assert passed.targets == ("tcp://c:3",)
+    assert passed.kwargs["timeout"] == 3
+
+
+def test_timeout_zero_waits_forever(passed: Passed, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_cli(["-t", "0", "tcp://a:1"], monkeypatch) == 0
+    assert passed.kwargs["timeout"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ([], {}, "no targets given"),
+        (["nope"], {}, "invalid target 'nope': missing scheme"),
+        (["tcp://a"], {}, "invalid target 'tcp://a': missing port"),
+        (["-t", "-1", "tcp://a:1"], {}, "'-1' is not a duration"),
+        (["-t", "nan", "tcp://a:1"], {}, "'nan' is not a duration"),
+        (["--attempt-timeout", "0", "tcp://a:1"], {}, "--attempt-timeout"),
+        (["--bogus", "tcp://a:1"], {}, "--bogus"),
+        (["-o", "xml", "tcp://a:1"], {}, "'xml' is not one of"),
+        (["--cacert", "/nonexistent", "tcp://a:1"], {}, "does not exist"),
+        (
+            [],
+            {"WAITFOR_TIMEOUT": "soon", "WAITFOR_TARGETS": "tcp://a:1"},
+            "'soon' is not a duration",
+        ),
+        (["http://u:hunter2@h:99999"], {}, "invalid port"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    env = {"WAITFOR_TARGETS": "", **env}
+    result = waitfor(*args, env=env)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("waitfor: error: ")
+    assert message in lines[0]
+    assert "hunter2" not in result.stderr
+
+
+def test_ready_target_runs_the_command_with_its_exit_code() -> None:
+    port = free_port()
+    with tcp_listener(port):
+        result = waitfor(f"tcp://127.0.0.1:{port}", "--", "sh", "-c", "echo from-command; exit 7")
+    assert result.returncode == 7
+    assert result.stdout == "from-command\n"
+
+
+def test_command_is_not_run_after_timeout(closed_port: int, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    result = waitfor("-t", "0.5", f"tcp://127.0.0.1:{closed_port}", "--", "touch", str(marker))
+    assert result.returncode == 124
+    assert not marker.exists()
+    assert f"tcp://127.0.0.1:{closed_port} still not ready after" in result.stderr
+    assert "connection refused" in result.stderr
+
+
+def test_missing_command_is_127() -> None:
+    port = free_port()
+    with tcp_listener(port):
+        result = waitfor(f"tcp://127.0.0.1:{port}", "--", "no-such-command-xyz")
+    assert result.returncode == 127
+    assert (
+        result.stderr.splitlines()[-1] == "waitfor: error: command not found: no-such-command-xyz"
+    )
+
+
+def test_timeout_exit_124_in_about_the_timeout(closed_port: int) -> None:
+    started = time.monotonic()
+    result = waitfor("--timeout", "1", f"tcp://127.0.0.1:{closed_port}")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 124
+    assert 1.0 <= elapsed < 4.0  # includes interpreter start-up on a busy machine
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signals_cancel_the_wait(closed_port: int, sig: signal.Signals, code: int) -> None:
+    proc = start("-t", "60", f"tcp://127.0.0.1:{closed_port}")
+    assert proc.stderr is not None
+    proc.stderr.readline()  # "waiting for ..." once the wait has begun
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    assert proc.wait(timeout=10) == code
+    assert time.monotonic() - sent < 1.0
+    assert f"interrupted by {sig.name}" in proc.stderr.read()
+
+
+def test_json_output_has_one_object_per_line(closed_port: int) -> None:
+    result = waitfor("-o", "json", "-t", "0.4", f"tcp://127.0.0.1:{closed_port}")
+    assert result.returncode == 124
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    events = [r["event"] for r in records]
+    assert events[0] == "begin"
+    assert {"attempt", "not_ready", "timed_out", "summary"} <= set(events)
+    assert records[-1]["reason"] == f"127.0.0.1:{closed_port} connection refused"
+
+
+def test_quiet_says_only_why_it_failed(closed_port: int) -> None:
+    port = free_port()
+    with tcp_listener(port):
+        assert waitfor("-q", f"tcp://127.0.0.1:{port}").stderr == ""
+    result = waitfor("-q", "-t", "0.3", f"tcp://127.0.0.1:{closed_port}")
+    assert result.returncode == 124
+    assert result.stderr.count("\n") == 1
+    assert "connection refused" in result.stderr
+
+
+def test_text_output_says_what_and_why_without_flooding(closed_port: int) -> None:
+    with http_server(Script(status=503)) as (url, _):
+        result = waitfor("-o", "text", "-t", "2", f"tcp://127.0.0.1:{closed_port}", url)
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("waitfor: waiting for tcp://127.0.0.1:")
+    assert f"waitfor: {url} not ready: HTTP 503 (expecting 200-399)" in lines
+    assert len(lines) == 5  # header, one line per target on change, one summary per target
+
+
+def test_help_documents_every_option() -> None:
+    result = waitfor("--help")
+    assert result.returncode == 0
+    for option in (
+        "--timeout",
+        "--attempt-timeout",
+        "--max-interval",
+        "--invert",
+        "--output",
+        "--quiet",
+        "--insecure",
+        "--cacert",
+        "WAITFOR_TARGETS",
+        "Examples:",
+    ):
+        assert option in result.stdout

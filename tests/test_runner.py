@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.conftest import FAST
+from tests.fakes import BEHAVIOURS, fake_kind
+from waitfor.checks.base import Outcome
+from waitfor.errors import CheckFailed, WaitTimeout
+from waitfor.runner import Event, EventType, run
+from waitfor.targets import Target
+
+UP = Outcome.up("up")
+DOWN = Outcome.down("refused")
+
+MakeTarget = Callable[..., Target]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeTarget]:
+    with fake_kind(monkeypatch) as make:
+        yield make
+
+
+def wait(
+    targets: list[Target],
+    *,
+    timeout: float | None = 5,
+    invert: bool = False,
+    attempt_timeout: float = 5,
+    events: list[Event] | None = None,
+) -> object:
+    return asyncio.run(
+        run(
+            targets,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            backoff=FAST,
+            invert=invert,
+            on_event=(events.append if events is not None else None),
+        )
+    )
+
+
+def test_all_targets_are_awaited_until_ready(fake: MakeTarget) -> None:
+    events: list[Event] = []
+    results = wait([fake("a", DOWN, DOWN, UP), fake("b", UP)], events=events)
+    assert [r.ready for r in results] == [True, True]  # type: ignore[attr-defined]
+    assert BEHAVIOURS["a"].probes == 3
+    assert BEHAVIOURS["b"].probes == 1
+    kinds = [(e.type, e.target.host) for e in events]
+    assert kinds.count((EventType.NOT_READY, "a")) == 2
+    assert (EventType.READY, "b") in kinds
+    assert all(b.closed == 1 for b in BEHAVIOURS.values())
+
+
+def test_timeout_carries_each_targets_last_reason(fake: MakeTarget) -> None:
+    events: list[Event] = []
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("a", DOWN), fake("b", UP)], timeout=0.3, events=events)
+    assert 0.3 <= time.monotonic() - started < 1.5
+    a, b = info.value.results
+    assert (a.ready, a.reason, b.ready) == (False, "refused", True)
+    assert "fake://a: refused" in str(info.value)
+    assert events[-1].type is EventType.TIMED_OUT
+
+
+def test_a_hanging_probe_cannot_carry_the_wait_past_its_deadline(fake: MakeTarget) -> None:
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("a", "hang")], timeout=0.3, attempt_timeout=60)
+    assert time.monotonic() - started < 1.0
+    assert info.value.results[0].reason.startswith("timed out after 0.3s")
+    assert BEHAVIOURS["a"].budgets == [pytest.approx(0.3, abs=0.05)]
+
+
+def test_each_attempt_is_bounded_by_the_attempt_timeout(fake: MakeTarget) -> None:
+    events: list[Event] = []
+    wait([fake("a", "hang", UP)], attempt_timeout=0.1, events=events)
+    reasons = [e.reason for e in events if e.type is EventType.NOT_READY]
+    assert reasons == ["timed out after 0.1s"]
+
+
+def test_permanent_failure_stops_everything(fake: MakeTarget) -> None:
+    with pytest.raises(CheckFailed, match="fake://a: bad config"):
+        wait([fake("a", Outcome.fatal("bad config")), fake("b", "hang")])
+    assert BEHAVIOURS["b"].closed == 1
+
+
+def test_invert_waits_until_down(fake: MakeTarget) -> None:
+    events: list[Event] = []
+    results = wait([fake("a", UP, UP, DOWN)], invert=True, events=events)
+    assert results[0].ready  # type: ignore[index]
+    assert [e.reason for e in events if e.type is EventType.NOT_READY] == ["still up (up)"] * 2
+
+
+def test_no_task_is_left_behind_after_cancellation(fake: MakeTarget) -> None:
+    async def main() -> None:
+        waiter = asyncio.create_task(
+            run(
+                [fake("a", "hang"), fake("b", DOWN)], timeout=None, attempt_timeout=60, backoff=FAST
+            )
+        )
+        await asyncio.sleep(0.1)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+
+    asyncio.run(main())
+    assert all(b.closed == 1 for b in BEHAVIOURS.values())
+
+
+def test_secrets_in_reasons_are_redacted(fake: MakeTarget) -> None:
+    target = fake("a", Outcome.down("login failed for hunter2"), UP)
+    target = Target(
+        target.kind,
+        target.scheme,
+        target.url,
+        target.host,
+        None,
+        None,
+        target.display,
+        frozenset({"hunter2"}),
+    )
+    events: list[Event] = []
+    wait([target], events=events)
+    assert events[1].reason == "login failed for ***"

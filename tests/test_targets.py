@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import pytest
+
+from waitfor.checks.http import HttpOptions
+from waitfor.errors import TargetError
+from waitfor.targets import parse_target
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port"),
+    [
+        ("tcp://db:5432", "db", 5432),
+        ("TCP://DB.Example.COM:80", "db.example.com", 80),
+        ("tcp://[::1]:5432", "::1", 5432),
+        ("tcp://127.0.0.1:1", "127.0.0.1", 1),
+        ("tcp://bücher.example:443", "xn--bcher-kva.example", 443),
+        ("tcp://my_svc.ns.svc.cluster.local.:53", "my_svc.ns.svc.cluster.local.", 53),
+        ("http://api", "api", 80),
+        ("https://api/healthz", "api", 443),
+        ("http://[fe80::1%25eth0]:8080/", "fe80::1%eth0", 8080),
+    ],
+)
+def test_valid_targets(text: str, host: str, port: int) -> None:
+    target = parse_target(text)
+    assert (target.host, target.port) == (host, port)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty target"),
+        ("db:5432", "unknown scheme 'db'"),
+        ("localhost", "missing scheme"),
+        ("ftp://host:21", "unknown scheme 'ftp'"),
+        ("tcp://db", "missing port"),
+        ("tcp://db:", "missing port"),
+        ("tcp://db:0", "invalid port '0'"),
+        ("tcp://db:65536", "invalid port '65536'"),
+        ("tcp://db:http", "invalid port 'http'"),
+        ("tcp://:5432", "missing host"),
+        ("tcp://[::1:5432", "invalid ipv6 url"),
+        ("tcp://[not:ip]:1", "does not appear to be an IPv4 or IPv6"),
+        ("tcp://::1:5432", "IPv6 addresses need brackets"),
+        ("tcp://300.1.1.1:80", "invalid IPv4 address"),
+        ("tcp://a..b:80", "invalid host name"),
+        ("tcp://bad host:80", "invalid host name"),
+        ("tcp://db:5432/path", "only tcp://HOST:PORT"),
+        ("tcp://u:p@db:5432", "no user or password"),
+        ("http://", "missing host"),
+        ("http://api\n:80", "control characters"),
+        ("tcp://db:1#status=200", "unknown option 'status'"),
+        ("http://api#status=700", "codes must be 100-599"),
+        ("http://api#status=abc", "expected codes or ranges"),
+        ("http://api#body=(", "body regex '(' is invalid"),
+        ("http://api#header=X-A:%0d%0aEvil:1", "contains control characters"),
+        ("http://api#header=nocolon", "header must be 'Name: value'"),
+        ("http://api#method=POST", "method must be one of"),
+        ("http://api#cacert=/nonexistent.pem", "not a readable file"),
+        ("http://api#status=200&status=204", "given more than once"),
+    ],
+)
+def test_invalid_targets_name_the_target(text: str, problem: str) -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target(text)
+    message = str(info.value)
+    assert problem.lower() in message.lower()
+    assert "\n" not in message
+    assert message.startswith("invalid target")
+
+
+def test_per_target_http_options() -> None:
+    a = parse_target("http://api/a#status=200,204,300-302&body=ok+go&header=X-Probe:%20yes")
+    b = parse_target("http://api/b#status=4xx&method=head")
+    assert isinstance(a.options, HttpOptions)
+    assert isinstance(b.options, HttpOptions)
+    assert a.options.statuses == ((200, 200), (204, 204), (300, 302))
+    assert a.options.body is not None
+    assert a.options.body.pattern == "ok+go"  # '+' stays a regex operator
+    assert a.options.headers == (("X-Probe", "yes"),)
+    assert b.options.statuses == ((400, 499),)
+    assert b.options.method == "HEAD"
+    assert parse_target("http://api").options == HttpOptions()
+
+
+def test_defaults_apply_only_to_kinds_that_know_them() -> None:
+    http = parse_target("https://api", defaults={"insecure": "true"})
+    own = parse_target("https://api#insecure=false", defaults={"insecure": "true"})
+    tcp = parse_target("tcp://db:1", defaults={"insecure": "true"})
+    assert isinstance(http.options, HttpOptions)
+    assert isinstance(own.options, HttpOptions)
+    assert http.options.insecure
+    assert not own.options.insecure
+    assert tcp.kind == "tcp"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "shown"),
+    [
+        ("http://user:hunter2@api:8080/x", "hunter2", "http://user:***@api:8080/x"),
+        ("https://api/x?token=s3cr3t&a=1", "s3cr3t", "https://api/x?token=***&a=1"),
+        (
+            "https://api/x#header=Authorization:%20Bearer%20abcdef",
+            "abcdef",
+            "https://api/x#header=Authorization:%20***",
+        ),
+    ],
+)
+def test_string_forms_hide_secrets(text: str, secret: str, shown: str) -> None:
+    target = parse_target(text)
+    assert str(target) == shown
+    assert secret not in repr(target)
+    assert secret not in target.redact(f"error talking to {text}")
+    assert secret in target.url or secret in text  # the real value is still there to use
+
+
+def test_errors_hide_secrets() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target("http://user:hunter2@api:99999/")
+    assert "hunter2" not in str(info.value)
+    with pytest.raises(TargetError) as info:
+        parse_target("http://api#header=Authorization:%20Bearer%20abcdef&status=x")
+    assert "abcdef" not in str(info.value)

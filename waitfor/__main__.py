@@ -1,0 +1,3 @@
+from waitfor.cli import main
+
+main()

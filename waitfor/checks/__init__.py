@@ -1,0 +1,30 @@
+"""Registry of check kinds: URL scheme -> (kind, "module:Class"), imported only when used.
+
+Importing a check module may import its protocol library (httpx, dnspython, ...), so the
+registry holds import strings: a run with only tcp targets never pays for the others.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import NamedTuple
+
+from waitfor.checks.base import Check
+
+
+class Kind(NamedTuple):
+    name: str
+    implementation: str
+
+
+KINDS: dict[str, Kind] = {
+    "tcp": Kind("tcp", "waitfor.checks.tcp:TcpCheck"),
+    "http": Kind("http", "waitfor.checks.http:HttpCheck"),
+    "https": Kind("http", "waitfor.checks.http:HttpCheck"),
+}
+
+
+def check_class(scheme: str) -> type[Check]:
+    module_name, _, class_name = KINDS[scheme].implementation.partition(":")
+    cls: type[Check] = getattr(import_module(module_name), class_name)
+    return cls

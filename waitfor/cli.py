@@ -1,0 +1,223 @@
+"""The command line: parse and validate, call the library, map errors to exit codes, exec.
+
+This module never touches a socket. Everything after ``--`` is the command to exec once all
+targets are ready; it replaces waitfor's process, so it gets signals and exit code directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any, NoReturn
+
+import click
+
+from waitfor import api
+from waitfor.backoff import Backoff
+from waitfor.durations import parse_duration
+from waitfor.errors import Interrupted, WaitforError, WaitTimeout
+from waitfor.report import OUTPUTS, make_reporter
+
+COMMAND_KEY = "waitfor.command"
+
+EPILOG = """\b
+Targets (options for one target go after '#'):
+  tcp://HOST:PORT                    a connection is accepted (IPv6: tcp://[::1]:5432)
+  http://HOST[:PORT]/PATH            status 200-399, like the kubelet's httpGet probe
+  https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem
+
+\b
+Examples:
+  waitfor tcp://localhost:5432
+  waitfor -t 2m https://api/healthz http://cache:8080/ready -- ./start-app --port 80
+  waitfor --invert tcp://old-server:80        # wait until it is down
+  WAITFOR_TARGETS="tcp://db:5432 http://api/healthz" WAITFOR_TIMEOUT=5m waitfor
+
+\b
+Every option can also be set as WAITFOR_<OPTION> (e.g. WAITFOR_TIMEOUT=90s);
+targets as whitespace-separated WAITFOR_TARGETS. Command-line values win.
+
+\b
+Exit status: 0 all ready (or the command's own status), 124 timed out,
+2 bad usage or configuration, 130/143 interrupted by SIGINT/SIGTERM,
+126/127 the command cannot be run / was not found.
+"""
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.3
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float | int):
+            return float(value)
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class WaitforCommand(click.Command):
+    """Splits ``-- COMMAND...`` off before click sees it, so targets and command stay apart."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta[COMMAND_KEY] = args[split + 1 :]
+            args = args[:split]
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=WaitforCommand, epilog=EPILOG, context_settings={"max_content_width": 100})
+@click.argument("targets", nargs=-1, envvar="WAITFOR_TARGETS", metavar="TARGET... [-- COMMAND...]")
+@click.option(
+    "-t",
+    "--timeout",
+    type=Duration(),
+    default="60s",
+    show_default=True,
+    help="Give up after this long (90, 90s, 5m; 0 = wait forever). Exit 124.",
+)
+@click.option(
+    "--attempt-timeout",
+    type=Duration(),
+    default="5s",
+    show_default=True,
+    help="Longest a single attempt may take (never more than the time left).",
+)
+@click.option(
+    "--max-interval",
+    type=Duration(),
+    default="0.6s",
+    show_default=True,
+    help="Cap of the jittered exponential backoff between attempts (from 50ms).",
+)
+@click.option("--invert", is_flag=True, help="Wait until the targets are down instead.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(OUTPUTS),
+    default="auto",
+    show_default=True,
+    help="Progress on stderr: auto (tty when stderr is a terminal, else text), text, tty, json.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print only why the wait failed.")
+@click.option("--insecure", is_flag=True, help="https: skip TLS verification for every target.")
+@click.option(
+    "--cacert",
+    type=click.Path(exists=True, dir_okay=False),
+    help="https: trust this CA bundle (PEM) for every target.",
+)
+@click.version_option(package_name="waitfor", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    targets: tuple[str, ...],
+    timeout: float,
+    attempt_timeout: float,
+    max_interval: float,
+    invert: bool,
+    output: str,
+    quiet: bool,
+    insecure: bool,
+    cacert: str | None,
+) -> None:
+    """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
+    command: list[str] = ctx.meta.get(COMMAND_KEY, [])
+    if not targets:
+        raise click.UsageError("no targets given (as arguments or in WAITFOR_TARGETS)")
+    if attempt_timeout <= 0:
+        raise click.BadParameter("must be more than 0", param_hint="--attempt-timeout")
+    defaults = {}
+    if insecure:
+        defaults["insecure"] = "true"
+    if cacert:
+        defaults["cacert"] = cacert
+    backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
+    reporter = make_reporter("quiet" if quiet else output, sys.stderr)
+    wait = api.wait_for_async(
+        *targets,
+        timeout=timeout or None,
+        attempt_timeout=attempt_timeout,
+        invert=invert,
+        backoff=backoff,
+        reporter=reporter,
+        defaults=defaults,
+    )
+    run_until_signal(wait)
+    if command:
+        exec_command(command)
+
+
+def run_until_signal(coroutine: Any) -> Any:
+    """Run the wait; SIGINT/SIGTERM cancel it (pending attempts included) and raise Interrupted."""
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        received: list[int] = []
+
+        def on_signal(signum: int) -> None:
+            received.append(signum)
+            task.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            return await coroutine
+        except asyncio.CancelledError:
+            if received:
+                raise Interrupted(received[0]) from None
+            raise
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+
+    return asyncio.run(main())
+
+
+def exec_command(command: Sequence[str]) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(command[0], list(command))
+    except FileNotFoundError:
+        _die(f"command not found: {command[0]}", 127)
+    except OSError as exc:
+        _die(f"cannot run {command[0]}: {exc.strerror}", 126)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    # Installed first thing: as PID 1 in a container, a signal without a handler is ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    try:
+        cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="waitfor",
+            standalone_mode=False,
+            auto_envvar_prefix="WAITFOR",
+        )
+    except click.exceptions.Exit as exc:  # --help, --version
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        _die(exc.format_message(), 2)
+    except WaitTimeout:
+        sys.exit(WaitTimeout.exit_code)  # the reporter has said what was still not ready
+    except WaitforError as exc:
+        _die(str(exc), exc.exit_code)
+    sys.exit(0)
+
+
+def _die(message: str, code: int) -> NoReturn:
+    first_line = " ".join(message.split())
+    sys.stderr.write(f"waitfor: error: {first_line}\n")
+    sys.exit(code)

@@ -1,0 +1,69 @@
+"""Every error waitfor raises on purpose, each carrying the exit code the CLI uses for it.
+
+    WaitforError                 base class; never raised itself
+    ├── UsageError           2   bad input: a target, an option, a duration, a misuse of the API
+    │   ├── TargetError      2   a target string that cannot be parsed (names the target)
+    │   └── CheckFailed      2   a check hit a permanent problem (e.g. libpq "no attempt")
+    ├── WaitTimeout        124   the deadline passed before every target was ready
+    └── Interrupted    130/143   SIGINT / SIGTERM arrived while waiting
+
+Anything else that escapes is a bug and is meant to surface as one.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from waitfor.runner import TargetResult
+
+
+class WaitforError(Exception):
+    exit_code: ClassVar[int] = 1
+
+
+class UsageError(WaitforError):
+    exit_code = 2
+
+
+class TargetError(UsageError):
+    """A target string that is not a valid target; the message names it (redacted)."""
+
+    def __init__(self, target: str, problem: str) -> None:
+        super().__init__(f"invalid target {target!r}: {problem}")
+        self.target = target
+        self.problem = problem
+
+
+class CheckFailed(UsageError):
+    """A check found a problem that retrying cannot fix; the message names the target."""
+
+    def __init__(self, target: str, reason: str) -> None:
+        super().__init__(f"{target}: {reason}")
+        self.target = target
+        self.reason = reason
+
+
+class WaitTimeout(WaitforError):
+    """The deadline passed; `results` holds every target's state and last reason."""
+
+    exit_code = 124
+
+    def __init__(self, timeout: float, results: Sequence[TargetResult]) -> None:
+        self.timeout = timeout
+        self.results = tuple(results)
+        pending = [r for r in self.results if not r.ready]
+        detail = "; ".join(f"{r.target}: {r.reason}" for r in pending)
+        super().__init__(f"timed out after {timeout:g}s waiting for {detail}")
+
+
+class Interrupted(WaitforError):
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return 128 + self.signum

@@ -1,0 +1,181 @@
+"""Turn runner events into what people (text, live TTY view) or programs (JSON lines) read.
+
+Text output never floods: one line when a target's state or reason changes, a "still waiting"
+reminder every ``STILL_WAITING_EVERY`` seconds per target, and a summary line per target at the end.
+Everything goes to the given stream (stderr from the CLI); targets print in redacted form only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TextIO
+
+from waitfor.runner import Event, EventType, TargetResult
+from waitfor.targets import Target
+
+STILL_WAITING_EVERY = 10.0
+OUTPUTS = ("auto", "text", "tty", "json", "quiet")
+
+
+class Reporter:
+    """The quiet reporter, and the interface of the others: says only why a wait failed."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        pass
+
+    def __call__(self, event: Event) -> None:
+        if event.type in (EventType.TIMED_OUT, EventType.FAILED):
+            self._line(_final_line(event.target, False, event.elapsed, event.attempt, event.reason))
+
+    def finish(self, results: Sequence[TargetResult]) -> None:
+        pass
+
+    def _line(self, text: str) -> None:
+        self.stream.write(f"waitfor: {text}\n")
+        self.stream.flush()
+
+
+class TextReporter(Reporter):
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._said: dict[Target, tuple[str, float]] = {}  # last reason printed, and when
+
+    def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        limit = "no timeout" if timeout is None else f"timeout {timeout:g}s"
+        self._line(f"waiting for {', '.join(map(str, targets))} ({limit})")
+
+    def __call__(self, event: Event) -> None:
+        target = event.target
+        if event.type is EventType.NOT_READY:
+            said = self._said.get(target)
+            if said is None or said[0] != event.reason:
+                self._line(f"{target} not ready: {event.reason}")
+            elif event.elapsed - said[1] >= STILL_WAITING_EVERY:
+                self._line(
+                    f"still waiting for {target} ({event.attempt} attempts, {event.elapsed:.0f}s, "
+                    f"last error: {event.reason})"
+                )
+            else:
+                return
+            self._said[target] = (event.reason, event.elapsed)
+        elif event.type is EventType.READY:
+            self._line(f"{target} is ready ({event.reason})")
+        elif event.type is EventType.FAILED:
+            self._line(f"{target} cannot be awaited: {event.reason}")
+
+    def finish(self, results: Sequence[TargetResult]) -> None:
+        for r in results:
+            self._line(_final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason))
+
+
+class LiveReporter(TextReporter):
+    """One status line per target, redrawn in place; for a terminal."""
+
+    SPINNER = "|/-\\"
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._rows: dict[Target, str] = {}
+        self._drawn = 0
+        self._last_draw = 0.0
+
+    def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        super().begin(targets, timeout)
+        self._rows = {t: f"  {t}: starting" for t in targets}
+        self._draw(force=True)
+
+    def __call__(self, event: Event) -> None:
+        t = event.target
+        if event.type is EventType.READY:
+            row = f"+ {t}: ready after {event.elapsed:.2f}s ({event.reason})"
+        elif event.type in (EventType.NOT_READY, EventType.TIMED_OUT, EventType.FAILED):
+            spin = self.SPINNER[event.attempt % len(self.SPINNER)]
+            row = f"{spin} {t}: {event.reason} ({event.attempt} attempts, {event.elapsed:.1f}s)"
+        else:
+            return
+        self._rows[t] = row
+        self._draw(force=event.type is not EventType.NOT_READY)
+
+    def finish(self, results: Sequence[TargetResult]) -> None:
+        self._draw(force=True)
+        self._erase()
+        super().finish(results)
+
+    def _draw(self, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_draw < 0.1:
+            return
+        self._last_draw = now
+        width = max(shutil.get_terminal_size().columns - 1, 20)
+        self._erase()
+        for row in self._rows.values():
+            self.stream.write(row[:width] + "\n")
+        self._drawn = len(self._rows)
+        self.stream.flush()
+
+    def _erase(self) -> None:
+        if self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")  # up N lines, clear to the end
+            self._drawn = 0
+
+
+class JsonReporter(Reporter):
+    """One JSON object per line for every event, then one per target as a summary."""
+
+    def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        self._emit({"event": "begin", "targets": [str(t) for t in targets], "timeout": timeout})
+
+    def __call__(self, event: Event) -> None:
+        self._emit(
+            {
+                "event": event.type.value,
+                "target": str(event.target),
+                "attempt": event.attempt,
+                "elapsed": round(event.elapsed, 4),
+                "reason": event.reason,
+            }
+        )
+
+    def finish(self, results: Sequence[TargetResult]) -> None:
+        for r in results:
+            self._emit(
+                {
+                    "event": "summary",
+                    "target": str(r.target),
+                    "ready": r.ready,
+                    "attempts": r.attempts,
+                    "elapsed": round(r.elapsed, 4),
+                    "reason": r.reason,
+                }
+            )
+
+    def _emit(self, record: dict[str, object]) -> None:
+        record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}
+        self.stream.write(json.dumps(record) + "\n")
+        self.stream.flush()
+
+
+def make_reporter(output: str, stream: TextIO) -> Reporter:
+    if output == "auto":
+        output = "tty" if stream.isatty() else "text"
+    reporters: dict[str, type[Reporter]] = {
+        "text": TextReporter,
+        "tty": LiveReporter,
+        "json": JsonReporter,
+        "quiet": Reporter,
+    }
+    return reporters[output](stream)
+
+
+def _final_line(target: Target, ready: bool, elapsed: float, attempts: int, reason: str) -> str:
+    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+    if ready:
+        return f"{target} ready after {elapsed:.2f}s ({tries})"
+    return f"{target} still not ready after {elapsed:.2f}s ({tries}): {reason}"

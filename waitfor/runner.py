@@ -1,0 +1,165 @@
+"""Await every target concurrently under one deadline; report through events, never print.
+
+Each target runs its own attempt loop. An attempt is bounded by ``min(attempt_timeout, time left)``
+and the whole wait by one cancellation scope, so a hanging connect can never carry the wait past
+its deadline. When the wait ends for any reason (all ready, deadline, a permanent failure,
+cancellation from outside), every sibling task is cancelled and awaited before returning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from waitfor.backoff import Backoff
+from waitfor.checks import check_class
+from waitfor.checks.base import Check, Outcome
+from waitfor.errors import CheckFailed, WaitTimeout
+from waitfor.targets import Target
+
+
+class EventType(StrEnum):
+    ATTEMPT = "attempt"  # an attempt started
+    NOT_READY = "not_ready"  # an attempt ended without readiness; reason says why
+    READY = "ready"  # the target is ready (or, inverted, down); no more attempts
+    FAILED = "failed"  # a permanent problem; the wait ends with a configuration error
+    TIMED_OUT = "timed_out"  # the deadline passed before this target was ready
+
+
+@dataclass(frozen=True)
+class Event:
+    type: EventType
+    target: Target
+    attempt: int
+    elapsed: float  # seconds since the wait began
+    reason: str = ""  # not ready / failed / timed out: why; ready: what showed it
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    target: Target
+    ready: bool
+    attempts: int
+    elapsed: float  # when it became ready, or how long it was awaited
+    reason: str  # the last reason seen
+
+
+EventHandler = Callable[[Event], None]
+#: an attempt still running at the deadline for this long is reported as hanging
+SLOW_ATTEMPT = 1.0
+
+
+@dataclass
+class _State:
+    target: Target
+    attempts: int = 0
+    ready_at: float | None = None
+    reason: str = "no attempt finished yet"
+    attempt_began: float | None = None  # set while an attempt is in flight
+
+
+async def run(
+    targets: Sequence[Target],
+    *,
+    timeout: float | None,
+    attempt_timeout: float,
+    backoff: Backoff,
+    invert: bool = False,
+    on_event: EventHandler | None = None,
+    rng: random.Random | None = None,
+) -> list[TargetResult]:
+    """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    deadline = None if timeout is None else start + timeout
+    emit = on_event or (lambda event: None)
+    rng = rng or random.Random()
+    states = [_State(target) for target in targets]
+
+    def elapsed() -> float:
+        return loop.time() - start
+
+    def remaining() -> float:
+        return math.inf if deadline is None else max(deadline - loop.time(), 0.0)
+
+    async def await_target(state: _State, check: Check) -> None:
+        target = state.target
+        while True:
+            state.attempts += 1
+            emit(Event(EventType.ATTEMPT, target, state.attempts, elapsed()))
+            budget = min(attempt_timeout, remaining())
+            state.attempt_began = loop.time()
+            try:
+                async with asyncio.timeout(budget):
+                    outcome = await check.probe(budget)
+            except TimeoutError:
+                outcome = Outcome.down(f"timed out after {budget:.1f}s")
+            if outcome.ready == invert and not outcome.permanent and remaining() <= 0:
+                # Cut short by the deadline, not a finding: keep the last reason and let the
+                # deadline's cancellation, already due, end the wait.
+                await asyncio.Event().wait()
+            state.attempt_began = None
+            reason = target.redact(outcome.reason)
+            if outcome.permanent:
+                emit(Event(EventType.FAILED, target, state.attempts, elapsed(), reason))
+                raise CheckFailed(str(target), reason)
+            if outcome.ready != invert:
+                state.ready_at = elapsed()
+                state.reason = "down" if invert else reason
+                emit(Event(EventType.READY, target, state.attempts, state.ready_at, state.reason))
+                return
+            state.reason = f"still up ({reason})" if invert else reason
+            emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
+            await asyncio.sleep(
+                backoff.sleep_before_next(state.attempts, rng.random(), remaining())
+            )
+
+    checks = [check_class(target.scheme)(target) for target in targets]
+    tasks = [asyncio.create_task(await_target(s, c)) for s, c in zip(states, checks, strict=True)]
+    try:
+        async with asyncio.timeout_at(deadline):
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()  # re-raises a CheckFailed
+    except TimeoutError:
+        now = elapsed()
+        for state in states:
+            if state.ready_at is None:
+                if state.attempt_began is not None:
+                    state.reason = _in_flight_reason(state, loop.time())
+                emit(Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason))
+        raise WaitTimeout(timeout or 0.0, _results(states, now)) from None
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for check in checks:
+            await check.aclose()
+    return _results(states, elapsed())
+
+
+def _in_flight_reason(state: _State, now: float) -> str:
+    """The last reason, or that the attempt cut off by the deadline was itself hanging."""
+    waited = now - (state.attempt_began or now)
+    if state.attempts <= 1:
+        return f"timed out after {waited:.1f}s"
+    if waited < SLOW_ATTEMPT:  # cut off early: what the previous attempt saw is the news
+        return state.reason
+    return f"timed out after {waited:.1f}s (previous attempt: {state.reason})"
+
+
+def _results(states: Sequence[_State], now: float) -> list[TargetResult]:
+    return [
+        TargetResult(
+            target=s.target,
+            ready=s.ready_at is not None,
+            attempts=s.attempts,
+            elapsed=s.ready_at if s.ready_at is not None else now,
+            reason=s.reason,
+        )
+        for s in states
+    ]

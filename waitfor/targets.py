@@ -1,0 +1,241 @@
+"""The only place a target string becomes a :class:`Target`.
+
+Every target is a URL naming what to await; what waitfor should expect of it goes in the
+fragment, which no protocol ever sends anywhere: ``https://api/healthz#status=200-299&body=ok``.
+The scheme picks the check kind (see :mod:`waitfor.checks`), whose class validates those options.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from waitfor.checks import KINDS, check_class
+from waitfor.errors import TargetError
+from waitfor.redaction import MASK, SENSITIVE_HEADERS, is_secret_name, scrub
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+_EXAMPLES = "e.g. tcp://HOST:PORT, https://HOST/PATH"
+
+
+@dataclass(frozen=True, repr=False)
+class Target:
+    """A parsed target. ``str()`` and ``repr()`` never show a secret; ``url`` may hold them."""
+
+    kind: str  # check kind: the registry's name, e.g. "tcp", "http"
+    scheme: str
+    url: str  # as given minus the options fragment; may carry credentials: never print it
+    host: str
+    port: int | None
+    options: object  # the check kind's frozen options value
+    display: str  # redacted, for every human and machine output
+    secrets: frozenset[str] = field(default=frozenset(), compare=False)
+    params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
+
+    def __str__(self) -> str:
+        return self.display
+
+    def __repr__(self) -> str:
+        return f"Target({self.display!r})"
+
+    def redact(self, text: str) -> str:
+        """Hide this target's secrets in text that may quote them (error messages)."""
+        return scrub(text, self.secrets)
+
+    def param(self, key: str) -> str | None:
+        return dict(self.params).get(key)
+
+
+def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target:
+    """Parse a target string; raise :class:`TargetError` (exit 2) naming it if it is invalid.
+
+    ``defaults`` are option values (``insecure``, ``cacert``, ...) applied to every target whose
+    kind knows that option and does not set it itself.
+    """
+    text = text.strip()
+    address, _, fragment = text.partition("#")
+    pairs = _option_pairs(fragment)
+    shown = scrub(_rough_redact(text), _pair_secrets(pairs))
+    if not text:
+        raise TargetError(text, "empty target")
+    if _CONTROL.search(text):
+        raise TargetError(shown, "contains control characters")
+    match = _SCHEME.match(text)
+    if not match:
+        raise TargetError(shown, f"missing scheme ({_EXAMPLES})")
+    scheme = match.group(1).lower()
+    if scheme not in KINDS:
+        known = ", ".join(f"{s}:" for s in KINDS)
+        raise TargetError(shown, f"unknown scheme {scheme!r} (known: {known})")
+    try:
+        for key, value in pairs:
+            if _CONTROL.search(key + value):
+                raise ValueError(f"option {key!r} contains control characters")
+        parsed = _ADDRESS_PARSERS[KINDS[scheme].name](scheme, address)
+        cls = check_class(scheme)
+        given = {k for k, _ in pairs}
+        for key, value in (defaults or {}).items():
+            if key in cls.OPTION_NAMES and key not in given:
+                pairs.append((key, value))
+        options = cls.parse_options(pairs)
+    except ValueError as exc:
+        raise TargetError(shown, scrub(str(exc), _pair_secrets(pairs))) from None
+    secrets = parsed.secrets | _pair_secrets(pairs)
+    display = parsed.display + (f"#{scrub(fragment, secrets)}" if fragment else "")
+    return Target(
+        kind=KINDS[scheme].name,
+        scheme=scheme,
+        url=address,
+        host=parsed.host,
+        port=parsed.port,
+        options=options,
+        display=display,
+        secrets=frozenset(secrets),
+        params=parsed.params,
+    )
+
+
+@dataclass(frozen=True)
+class _Address:
+    host: str
+    port: int | None
+    display: str
+    secrets: frozenset[str] = frozenset()
+    params: tuple[tuple[str, str], ...] = ()
+
+
+def _parse_tcp(scheme: str, address: str) -> _Address:
+    parts = _split(address)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("tcp targets take no user or password")
+    if parts.path not in ("", "/") or parts.query:
+        raise ValueError("tcp targets are only tcp://HOST:PORT")
+    host = _host(parts)
+    port = _port(parts, default=None)
+    return _Address(host, port, f"tcp://{_netloc(host, port)}")
+
+
+def _parse_http(scheme: str, address: str) -> _Address:
+    parts = _split(address)
+    host = _host(parts)
+    port = _port(parts, default=443 if scheme == "https" else 80)
+    secrets = set()
+    userinfo = ""
+    if parts.password:
+        secrets.add(parts.password)
+        userinfo = f"{parts.username or ''}:{MASK}@"
+    elif parts.username is not None:
+        userinfo = f"{parts.username}@"
+    query = parts.query
+    for name, value in _query_pairs(query):
+        if is_secret_name(name) and value:
+            secrets.add(value)
+    netloc = userinfo + parts.netloc.rpartition("@")[2]
+    display = f"{scheme}://{netloc}{parts.path}" + (f"?{scrub(query, secrets)}" if query else "")
+    return _Address(host, port, display, frozenset(secrets))
+
+
+_ADDRESS_PARSERS: dict[str, Callable[[str, str], _Address]] = {
+    "tcp": _parse_tcp,
+    "http": _parse_http,
+}
+
+
+def _split(address: str) -> SplitResult:
+    try:
+        return urlsplit(address)
+    except ValueError as exc:  # e.g. an unbalanced IPv6 bracket
+        raise ValueError(str(exc).lower()) from None
+
+
+def _host(parts: SplitResult) -> str:
+    """The host, validated: an IP literal or a (possibly internationalised) DNS name."""
+    host = parts.hostname
+    hostport = parts.netloc.rpartition("@")[2]
+    if hostport.count(":") > 1 and not hostport.startswith("["):
+        raise ValueError("IPv6 addresses need brackets, e.g. tcp://[::1]:5432")
+    if not host:
+        raise ValueError("missing host")
+    if hostport.startswith("["):
+        host = unquote(host)  # a zone: [fe80::1%25eth0]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"invalid IPv6 address {host!r}") from None
+        return host
+    if re.fullmatch(r"[\d.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"invalid IPv4 address {host!r}") from None
+        return host
+    try:
+        ascii_host = unquote(host).encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ValueError(f"invalid host name {host!r}") from None
+    if not _HOSTNAME.fullmatch(ascii_host) or len(ascii_host.rstrip(".")) > 253:
+        raise ValueError(f"invalid host name {host!r}")
+    return ascii_host
+
+
+def _port(parts: SplitResult, default: int | None) -> int:
+    hostport = parts.netloc.rpartition("@")[2]
+    text = hostport.rpartition("]")[2] if hostport.startswith("[") else hostport
+    _, colon, port_text = text.rpartition(":")
+    if not colon or port_text == "":
+        if default is None:
+            raise ValueError("missing port")
+        return default
+    if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"invalid port {port_text!r} (1-65535)")
+    return int(port_text)
+
+
+def _netloc(host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port is None else f"{shown}:{port}"
+
+
+def _query_pairs(query: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in query.split("&"):
+        if item:
+            name, _, value = item.partition("=")
+            pairs.append((unquote(name), value))
+    return pairs
+
+
+def _option_pairs(fragment: str) -> list[tuple[str, str]]:
+    """``a=1&b=x%26y`` -> [("a", "1"), ("b", "x&y")]; no ``+`` decoding, so regexes survive."""
+    pairs = []
+    for item in fragment.split("&"):
+        if item:
+            name, _, value = item.partition("=")
+            pairs.append((unquote(name).strip().lower().replace("-", "_"), unquote(value)))
+    return pairs
+
+
+def _pair_secrets(pairs: list[tuple[str, str]]) -> set[str]:
+    """Option values that are credentials: sensitive header values, secret-named options."""
+    secrets = set()
+    for key, value in pairs:
+        if key == "header":
+            name, _, header_value = value.partition(":")
+            if name.strip().lower() in SENSITIVE_HEADERS and header_value.strip():
+                secrets.add(header_value.strip())
+                # "Bearer abc": the credential alone may be quoted somewhere else
+                secrets.update(p for p in header_value.split()[1:] if len(p) > 3)
+        elif is_secret_name(key) and value:
+            secrets.add(value)
+    return secrets
+
+
+def _rough_redact(text: str) -> str:
+    """Best-effort redaction for text that failed to parse: userinfo and password=... values."""
+    text = re.sub(r"(//[^/@:\s]*:)[^/@\s]*@", rf"\g<1>{MASK}@", text)
+    return re.sub(r"(?i)(password\s*=\s*)('[^']*'|\S+)", rf"\g<1>{MASK}", text)
