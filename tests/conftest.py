@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 
 from waitfor.backoff import Backoff
+
+if TYPE_CHECKING:
+    from tests.pg import Cluster
 
 #: quick retries for tests whose point is not the waiting itself
 FAST = Backoff(initial=0.01, maximum=0.05)
@@ -11,3 +20,30 @@ FAST = Backoff(initial=0.01, maximum=0.05)
 @pytest.fixture
 def fast() -> Backoff:
     return FAST
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[Path]:
+    from tests.pg import make_template
+
+    template = make_template()
+    yield template
+    shutil.rmtree(template.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
+    """A factory of stopped clusters; every one made is stopped and removed afterwards."""
+    from tests.pg import Cluster
+
+    made: list[Cluster] = []
+
+    def make() -> Cluster:
+        cluster = Cluster(pg_template, Path(tempfile.mkdtemp(prefix="waitfor-pg-")))
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop("immediate")
+        shutil.rmtree(cluster.root, ignore_errors=True)

@@ -8,11 +8,13 @@ The scheme picks the check kind (see :mod:`waitfor.checks`), whose class validat
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, unquote, urlsplit
 
+from waitfor import pgconninfo
 from waitfor.checks import KINDS, check_class
 from waitfor.errors import TargetError
 from waitfor.redaction import MASK, SENSITIVE_HEADERS, is_secret_name, scrub
@@ -20,7 +22,7 @@ from waitfor.redaction import MASK, SENSITIVE_HEADERS, is_secret_name, scrub
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
-_EXAMPLES = "e.g. tcp://HOST:PORT, https://HOST/PATH"
+_EXAMPLES = "e.g. tcp://HOST:PORT, https://HOST/PATH, postgresql://HOST/DB"
 
 
 @dataclass(frozen=True, repr=False)
@@ -58,7 +60,11 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     kind knows that option and does not set it itself.
     """
     text = text.strip()
-    address, _, fragment = text.partition("#")
+    dsn = pgconninfo.looks_like_dsn(text)
+    if dsn:  # libpq keyword form: host=db port=5432 dbname=app
+        address, fragment = pgconninfo.split_dsn_fragment(text)
+    else:
+        address, _, fragment = text.partition("#")
     pairs = _option_pairs(fragment)
     shown = scrub(_rough_redact(text), _pair_secrets(pairs))
     if not text:
@@ -66,9 +72,9 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     if _CONTROL.search(text):
         raise TargetError(shown, "contains control characters")
     match = _SCHEME.match(text)
-    if not match:
+    if not match and not dsn:
         raise TargetError(shown, f"missing scheme ({_EXAMPLES})")
-    scheme = match.group(1).lower()
+    scheme = match.group(1).lower() if match else "postgresql"
     if scheme not in KINDS:
         known = ", ".join(f"{s}:" for s in KINDS)
         raise TargetError(shown, f"unknown scheme {scheme!r} (known: {known})")
@@ -140,9 +146,20 @@ def _parse_http(scheme: str, address: str) -> _Address:
     return _Address(host, port, display, frozenset(secrets))
 
 
+def _parse_postgres(scheme: str, address: str) -> _Address:
+    """A libpq URI or keyword DSN, completed with libpq's environment variables and defaults."""
+    given = pgconninfo.parse_uri(address) if "://" in address else pgconninfo.parse_dsn(address)
+    params = pgconninfo.complete(given, os.environ)
+    secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
+    host, port = pgconninfo.endpoints(params)[0]
+    display = scrub(_rough_redact(address), secrets)
+    return _Address(host, port, display, frozenset(secrets), tuple(params.items()))
+
+
 _ADDRESS_PARSERS: dict[str, Callable[[str, str], _Address]] = {
     "tcp": _parse_tcp,
     "http": _parse_http,
+    "postgresql": _parse_postgres,
 }
 
 
@@ -238,4 +255,4 @@ def _pair_secrets(pairs: list[tuple[str, str]]) -> set[str]:
 def _rough_redact(text: str) -> str:
     """Best-effort redaction for text that failed to parse: userinfo and password=... values."""
     text = re.sub(r"(//[^/@:\s]*:)[^/@\s]*@", rf"\g<1>{MASK}@", text)
-    return re.sub(r"(?i)(password\s*=\s*)('[^']*'|\S+)", rf"\g<1>{MASK}", text)
+    return re.sub(r"(?i)(password\s*=\s*)('[^']*'|[^\s&]+)", rf"\g<1>{MASK}", text)

@@ -21,6 +21,8 @@ KINDS: dict[str, Kind] = {
     "tcp": Kind("tcp", "waitfor.checks.tcp:TcpCheck"),
     "http": Kind("http", "waitfor.checks.http:HttpCheck"),
     "https": Kind("http", "waitfor.checks.http:HttpCheck"),
+    "postgresql": Kind("postgresql", "waitfor.checks.postgres:PostgresCheck"),
+    "postgres": Kind("postgresql", "waitfor.checks.postgres:PostgresCheck"),
 }
 
 

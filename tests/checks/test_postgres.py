@@ -1,0 +1,337 @@
+"""PostgreSQL checks against real clusters, with pg_isready itself as the oracle for ping mode."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+import trustme
+
+from tests.pg import Cluster
+from tests.servers import Script, free_port, http_server
+from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.checks.pgping import ping, tls_context
+
+MakeCluster = Callable[[], Cluster]
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("pg_isready") is None, reason="pg_isready (postgresql-client) is not installed"
+)
+
+
+def pg_isready(conninfo: str) -> int:
+    return subprocess.run(
+        ["pg_isready", "-t", "3", "-d", conninfo], capture_output=True, timeout=30
+    ).returncode
+
+
+def waitfor_ping(conninfo: str) -> tuple[int, str]:
+    target = parse_target(conninfo)
+    params = dict(target.params)
+    result = asyncio.run(ping(params, 3.0, tls_context(params)))
+    return result.status.value, result.reason
+
+
+def assert_parity(conninfo: str, expected: int) -> str:
+    """Both tools give the expected pg_isready answer; returns waitfor's reason."""
+    ours, reason = waitfor_ping(conninfo)
+    assert (pg_isready(conninfo), ours) == (expected, expected), reason
+    return reason
+
+
+@pytest.fixture
+def running(pg_cluster: MakeCluster) -> Cluster:
+    cluster = pg_cluster()
+    cluster.start()
+    return cluster
+
+
+# --- the parity matrix ---------------------------------------------------------------------
+
+
+def test_server_down() -> None:
+    reason = assert_parity(f"postgresql://127.0.0.1:{free_port()}/postgres", 2)
+    assert "connection refused" in reason
+
+
+def test_accepting_with_trust(running: Cluster) -> None:
+    assert assert_parity(running.url(), 0) == "accepting connections"
+
+
+def test_accepting_with_password_auth_and_no_password(pg_cluster: MakeCluster) -> None:
+    cluster = pg_cluster()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    assert_parity(cluster.url(user="app"), 0)
+
+
+def test_wrong_database_name(running: Cluster) -> None:
+    assert_parity(running.url("no_such_db"), 0)  # trust auth answers before the database check
+
+
+def test_unknown_role(running: Cluster) -> None:
+    assert_parity(running.url(user="nobody"), 0)
+
+
+def test_rejecting_standby_without_hot_standby(pg_cluster: MakeCluster) -> None:
+    cluster = pg_cluster()
+    cluster.configure(hot_standby="off")
+    cluster.write_file("standby.signal", b"")
+    cluster.start(wait=False)
+    deadline = time.monotonic() + 20
+    while pg_isready(cluster.url()) == 2 and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the postmaster listens
+    reason = assert_parity(cluster.url(), 1)
+    assert "rejecting connections: the database system is not accepting connections" in reason
+
+
+def test_shutting_down(running: Cluster) -> None:
+    holder = psycopg.connect(running.url(), autocommit=True)  # keeps a smart shutdown pending
+    try:
+        running.stop("smart", wait=False)
+        deadline = time.monotonic() + 10
+        while pg_isready(running.url()) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reason = assert_parity(running.url(), 1)
+        assert "shutting down" in reason
+    finally:
+        holder.close()
+
+
+@pytest.fixture
+def ssl_only(pg_cluster: MakeCluster) -> tuple[Cluster, trustme.CA]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cluster = pg_cluster()
+    cluster.write_file("server.crt", b"".join(b.bytes() for b in cert.cert_chain_pems), 0o644)
+    cluster.write_file("server.key", cert.private_key_pem.bytes())
+    cluster.configure(ssl="on", ssl_cert_file="'server.crt'", ssl_key_file="'server.key'")
+    cluster.hba("local all all trust", "hostssl all all 127.0.0.1/32 trust")
+    cluster.start()
+    return cluster, ca
+
+
+def test_ssl_only_server(ssl_only: tuple[Cluster, trustme.CA], tmp_path: Path) -> None:
+    cluster, ca = ssl_only
+    root = tmp_path / "root.crt"
+    ca.cert_pem.write_to_path(str(root))
+    assert assert_parity(cluster.url(), 0) == "accepting connections"  # sslmode=prefer
+    assert_parity(cluster.url(extra="?sslmode=require"), 0)
+    assert_parity(cluster.url(extra=f"?sslmode=verify-full&sslrootcert={root}"), 0)
+    # Refused for lack of TLS, with a SQLSTATE: the server is up, as pg_isready says.
+    reason = assert_parity(cluster.url(extra="?sslmode=disable"), 0)
+    assert "no encryption" in reason
+
+
+def test_verify_full_with_a_wrong_ca(ssl_only: tuple[Cluster, trustme.CA], tmp_path: Path) -> None:
+    cluster, _ = ssl_only
+    other = tmp_path / "other.crt"
+    trustme.CA().cert_pem.write_to_path(str(other))
+    reason = assert_parity(cluster.url(extra=f"?sslmode=verify-full&sslrootcert={other}"), 2)
+    assert "certificate verify failed" in reason
+
+
+def test_sslmode_require_against_a_server_without_ssl(running: Cluster) -> None:
+    reason = assert_parity(running.url(extra="?sslmode=require"), 2)
+    assert reason.endswith("server does not support SSL, but SSL was required")
+
+
+def test_unix_socket(running: Cluster) -> None:
+    assert_parity(f"host={running.sockets} port={running.port} user=postgres", 0)
+    assert_parity(f"postgresql:///postgres?host={running.sockets}&port={running.port}", 0)
+
+
+def test_non_postgres_listeners() -> None:
+    with http_server(Script()) as (url, _):  # waits for a request line that never comes
+        http_port = url.rsplit(":", 1)[1]
+        assert "timed out" in assert_parity(f"postgresql://127.0.0.1:{http_port}/x", 2)
+    with banner_server(b"220 mail.example ESMTP\r\n") as port:  # speaks first
+        reason = assert_parity(f"postgresql://127.0.0.1:{port}/x", 2)
+        assert reason.endswith("received invalid response to SSL negotiation: 2")
+        reason = assert_parity(f"postgresql://127.0.0.1:{port}/x?sslmode=disable", 2)
+        assert reason.endswith("expected authentication request from server, but received 2")
+
+
+@contextmanager
+def banner_server(banner: bytes) -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.sendall(banner)
+                conn.recv(100)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+def test_silent_listener_is_no_response() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        ours, reason = waitfor_ping(f"postgresql://127.0.0.1:{port}/x?connect_timeout=2")
+        assert (ours, pg_isready(f"postgresql://127.0.0.1:{port}/x?connect_timeout=2")) == (2, 2)
+    assert time.monotonic() - started < 10
+    assert "timed out" in reason
+
+
+def test_invalid_parameters_are_no_attempt() -> None:
+    for conninfo in ("host=db foo=bar", "postgresql://db/x?sslmode=bogus"):
+        assert pg_isready(conninfo) == 3
+        with pytest.raises(TargetError):
+            parse_target(conninfo)
+
+
+def test_multiple_hosts_first_down_second_up(running: Cluster) -> None:
+    assert_parity(f"host=127.0.0.1,127.0.0.1 port={free_port()},{running.port} user=postgres", 0)
+
+
+# --- waiting ---------------------------------------------------------------------------------
+
+
+def start_later(cluster: Cluster, seconds: float) -> threading.Thread:
+    def start() -> None:
+        time.sleep(seconds)
+        cluster.start()
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    return thread
+
+
+def test_waits_for_a_cluster_started_later(pg_cluster: MakeCluster) -> None:
+    cluster = pg_cluster()
+    starter = start_later(cluster, 1.0)
+    results = wait_for(cluster.url(), timeout=30)
+    starter.join()
+    assert results[0].ready
+    assert results[0].attempts > 1
+
+
+def test_cli_ping_exit_codes(running: Cluster) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "waitfor", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=30)
+
+    assert run(running.url()).returncode == 0
+    down = run("-t", "0.5", f"postgres://127.0.0.1:{free_port()}/x")
+    assert down.returncode == 124
+    assert "could not connect: connection refused" in down.stderr
+    bad = run("host=db sslmode=nope")
+    assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
+    assert "invalid sslmode 'nope'" in bad.stderr
+
+
+def test_passwords_never_shown(pg_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGPASSWORD", "envs3cret")
+    for text in (
+        f"postgresql://app:s3cret@127.0.0.1:{free_port()}/db",
+        f"host=127.0.0.1 port={free_port()} password='s3cret' user=app",
+        f"postgresql://app@127.0.0.1:{free_port()}/db",
+    ):
+        target = parse_target(text)
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(target, timeout=0.3)
+        shown = f"{target} {target!r} {info.value} {info.value.results}"
+        assert "s3cret" not in shown
+        assert "127.0.0.1" in shown
+
+
+# --- query mode ------------------------------------------------------------------------------
+
+
+def test_query_mode_trust(running: Cluster) -> None:
+    [result] = wait_for(running.url(extra="#mode=query"), timeout=10)
+    assert result.reason == "SELECT 1 succeeded"
+
+
+def test_query_mode_waits_for_the_database_to_be_created(running: Cluster) -> None:
+    threading.Timer(1.0, lambda: running.psql("CREATE DATABASE appdb")).start()
+    events: list[str] = []
+    results = wait_for(
+        running.url("appdb", extra="#mode=query"),
+        timeout=20,
+        on_event=lambda e: events.append(e.reason),
+    )
+    assert results[0].ready
+    assert any('database "appdb" does not exist' in reason for reason in events)
+    # ping mode said "up" all along: the server was accepting connections
+    assert waitfor_ping(running.url("appdb"))[0] == 0
+
+
+def test_query_mode_wrong_password_is_retried_and_reported(pg_cluster: MakeCluster) -> None:
+    cluster = pg_cluster()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    cluster.psql("CREATE ROLE app LOGIN PASSWORD 'right'")
+    url = f"postgresql://app:wrong@127.0.0.1:{cluster.port}/postgres#mode=query"
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(url, timeout=1.5)
+    [result] = info.value.results
+    assert result.attempts > 1  # retried: the role's password may be set after the server starts
+    assert result.reason.startswith("authentication failed:")
+    assert "wrong" not in str(info.value)
+    threading.Timer(0.5, lambda: cluster.psql("ALTER ROLE app PASSWORD 'wrong'")).start()
+    assert wait_for(url, timeout=10)[0].ready
+
+
+def test_query_mode_without_password_is_a_configuration_error(pg_cluster: MakeCluster) -> None:
+    cluster = pg_cluster()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    with pytest.raises(CheckFailed, match="asks for a password and none was given"):
+        wait_for(f"postgresql://app@127.0.0.1:{cluster.port}/postgres#mode=query", timeout=10)
+
+
+def test_query_mode_primary_refuses_a_standby_until_promoted(pg_cluster: MakeCluster) -> None:
+    cluster = pg_cluster()
+    cluster.configure(hot_standby="on")
+    cluster.write_file("standby.signal", b"")
+    cluster.start()
+    url = cluster.url(extra="#mode=query&primary")
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(url, timeout=1)
+    assert (
+        info.value.results[0].reason == "server is a standby (in recovery); waiting for a primary"
+    )
+    assert wait_for(cluster.url(extra="#mode=query"), timeout=10)[0].ready  # it does answer
+    threading.Timer(0.5, lambda: cluster.pg_ctl("promote")).start()
+    assert wait_for(url, timeout=20)[0].ready
+
+
+def test_query_mode_options_are_validated() -> None:
+    with pytest.raises(TargetError, match="primary needs mode=query"):
+        parse_target("postgresql://db/x#primary")
+    with pytest.raises(TargetError, match="mode must be ping or query"):
+        parse_target("postgresql://db/x#mode=login")
+
+
+def test_tls_context_needs_a_root_certificate(tmp_path: Path) -> None:
+    target = parse_target(f"postgresql://db/x?sslmode=verify-full&sslrootcert={tmp_path}/none.crt")
+    with pytest.raises(CheckFailed, match="root certificate file"):
+        wait_for(target, timeout=5)
+    assert isinstance(tls_context({"sslmode": "prefer"}), ssl.SSLContext)

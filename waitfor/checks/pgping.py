@@ -1,0 +1,254 @@
+"""libpq's PQping, spoken natively: no driver import, no credentials, the same four answers.
+
+What PQping (and so pg_isready) decides, and how it is reproduced here:
+
+- the server asks for authentication of any kind (even a password we do not have) -> ``OK``;
+- the server answers an error with a SQLSTATE -> ``OK`` (it is up, it just did not like the user,
+  database, client count, ...), except 57P03 "cannot connect now" (starting up, shutting down,
+  in recovery without hot standby) -> ``REJECT``;
+- no connection, no answer, or an answer that is not PostgreSQL's -> ``NO_RESPONSE``;
+- invalid parameters -> "no attempt": refused when the target is parsed, before any waiting.
+
+SSL follows ``sslmode``: ``prefer`` (the default) asks for TLS and falls back to plaintext when the
+server declines or the handshake fails; ``require`` insists on TLS; ``verify-ca``/``verify-full``
+also verify the server certificate against ``sslrootcert``. Every host (``host=a,b``) and every
+address a name resolves to is tried in order, sharing the attempt's time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import ssl
+import struct
+import time
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from waitfor.checks.base import describe_os_error
+from waitfor.pgconninfo import endpoints
+
+SSL_REQUEST = struct.pack("!ii", 8, 80877103)
+PROTOCOL_3_0 = 196608
+CANNOT_CONNECT_NOW = "57P03"
+MAX_MESSAGE = 30000  # libpq's limit for messages before authentication
+
+
+class Ping(Enum):
+    OK = 0  # pg_isready exit code 0: accepting connections
+    REJECT = 1  # 1: rejecting connections
+    NO_RESPONSE = 2  # 2: no response
+
+
+@dataclass(frozen=True)
+class PingResult:
+    status: Ping
+    reason: str
+
+
+class ConfigurationError(Exception):
+    """A client-side setting that makes every attempt fail (e.g. a missing root certificate)."""
+
+
+async def ping(params: dict[str, str], budget: float, tls: ssl.SSLContext) -> PingResult:
+    """Try each host and address in order; the first that accepts wins.
+
+    ``tls`` comes from :func:`tls_context` (made once per target: loading CAs is not free).
+    """
+    deadline = time.monotonic() + budget
+    connect_timeout = _connect_timeout(params)
+    addresses: list[tuple[str, int, str | None]] = []  # (address, port, TLS server name)
+    failures: list[PingResult] = []
+    for host, port in endpoints(params):
+        if host.startswith("/"):
+            addresses.append((os.path.join(host, f".s.PGSQL.{port}"), port, None))
+            continue
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                params.get("hostaddr") or host, port, type=socket.SOCK_STREAM
+            )
+        except socket.gaierror as exc:
+            reason = f'could not translate host name "{host}" to address: {exc.strerror}'
+            failures.append(PingResult(Ping.NO_RESPONSE, reason))
+            continue
+        addresses += [(str(info[4][0]), port, host) for info in infos]
+    for index, (address, port, server_name) in enumerate(addresses):
+        share = (deadline - time.monotonic()) / (len(addresses) - index)
+        if connect_timeout:
+            share = min(share, connect_timeout)
+        try:
+            async with asyncio.timeout(max(share, 0.0)):
+                result = await _ping_address(address, port, server_name, params, tls)
+        except TimeoutError:
+            result = PingResult(Ping.NO_RESPONSE, f"timed out after {share:.1f}s")
+        if result.status is Ping.OK:
+            return result
+        shown = address if server_name is None else _show(address, port)
+        failures.append(PingResult(result.status, f"{shown}: {result.reason}"))
+    status = Ping.REJECT if any(f.status is Ping.REJECT for f in failures) else Ping.NO_RESPONSE
+    return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
+
+
+async def _ping_address(
+    address: str, port: int, server_name: str | None, params: dict[str, str], tls: ssl.SSLContext
+) -> PingResult:
+    mode = params["sslmode"]
+    if mode in ("disable", "allow"):
+        return await _attempt(address, port, server_name, params, None)
+    result = await _attempt(address, port, server_name, params, tls)
+    if mode == "prefer" and result.reason.startswith(_TLS_FAILED):
+        return await _attempt(address, port, server_name, params, None)  # libpq retries plain
+    return result
+
+
+_TLS_FAILED = "TLS handshake failed"
+
+
+async def _attempt(
+    address: str,
+    port: int,
+    server_name: str | None,
+    params: dict[str, str],
+    tls: ssl.SSLContext | None,
+) -> PingResult:
+    try:
+        if server_name is None:
+            reader, writer = await asyncio.open_unix_connection(address)
+        else:
+            reader, writer = await asyncio.open_connection(address, port)
+    except OSError as exc:
+        return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
+    try:
+        if tls is not None:
+            writer.write(SSL_REQUEST)
+            answer = await reader.read(1)
+            if answer == b"S":
+                try:
+                    await writer.start_tls(tls, server_hostname=_sni(server_name, params))
+                except (ssl.SSLError, ConnectionError) as exc:
+                    return PingResult(Ping.NO_RESPONSE, f"{_TLS_FAILED}: {_tls_reason(exc)}")
+            elif answer == b"N":
+                if params["sslmode"] != "prefer":
+                    return PingResult(
+                        Ping.NO_RESPONSE, "server does not support SSL, but SSL was required"
+                    )
+            elif not answer:
+                return PingResult(Ping.NO_RESPONSE, "server closed the connection unexpectedly")
+            else:
+                return PingResult(
+                    Ping.NO_RESPONSE,
+                    f"received invalid response to SSL negotiation: {_char(answer)}",
+                )
+        writer.write(_startup_message(params))
+        return await _read_verdict(reader, writer)
+    except (ConnectionError, asyncio.IncompleteReadError):
+        return PingResult(Ping.NO_RESPONSE, "server closed the connection unexpectedly")
+    except OSError as exc:
+        return PingResult(Ping.NO_RESPONSE, describe_os_error(exc))
+    finally:
+        writer.close()
+
+
+async def _read_verdict(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> PingResult:
+    while True:
+        header = await reader.readexactly(1)
+        if header not in (b"R", b"E", b"N"):
+            return PingResult(
+                Ping.NO_RESPONSE,
+                f"expected authentication request from server, but received {_char(header)}",
+            )
+        (length,) = struct.unpack("!i", await reader.readexactly(4))
+        if not 4 <= length <= MAX_MESSAGE:
+            return PingResult(Ping.NO_RESPONSE, "invalid message length from server")
+        body = await reader.readexactly(length - 4)
+        if header == b"R":  # any authentication request means the server is accepting
+            if body[:4] == b"\0\0\0\0":  # AuthenticationOk (trust): leave politely
+                writer.write(b"X\0\0\0\x04")
+            return PingResult(Ping.OK, "accepting connections")
+        if header == b"E":
+            fields = _error_fields(body)
+            code, message = fields.get("C", ""), fields.get("M", "error without message")
+            if len(code) != 5:
+                return PingResult(Ping.NO_RESPONSE, message)
+            if code == CANNOT_CONNECT_NOW:
+                return PingResult(Ping.REJECT, f"rejecting connections: {message}")
+            return PingResult(Ping.OK, f"accepting connections (server said: {message})")
+        # "N": a notice before authentication; read on
+
+
+def _startup_message(params: dict[str, str]) -> bytes:
+    pairs = [("user", params["user"]), ("database", params["dbname"])]
+    pairs.append(("application_name", params.get("application_name", "waitfor")))
+    if params.get("options"):
+        pairs.append(("options", params["options"]))
+    body = struct.pack("!i", PROTOCOL_3_0)
+    body += b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in pairs) + b"\0"
+    return struct.pack("!i", len(body) + 4) + body
+
+
+def _error_fields(body: bytes) -> dict[str, str]:
+    fields = {}
+    for item in body.split(b"\0"):
+        if item:
+            fields[chr(item[0])] = item[1:].decode("utf-8", errors="replace")
+    return fields
+
+
+def tls_context(params: dict[str, str]) -> ssl.SSLContext:
+    """libpq's TLS policy: verify only for verify-ca/verify-full (or require with a root cert)."""
+    mode = params["sslmode"]
+    root = params.get("sslrootcert") or str(Path.home() / ".postgresql" / "root.crt")
+    verify = mode in ("verify-ca", "verify-full") or (
+        mode == "require" and (root == "system" or os.path.exists(root))
+    )
+    if not verify:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif root == "system":
+        context = ssl.create_default_context()
+    else:
+        if not os.path.exists(root):
+            raise ConfigurationError(
+                f'root certificate file "{root}" does not exist; give sslrootcert '
+                f"or use sslmode=require to skip server certificate verification"
+            )
+        context = ssl.create_default_context(cafile=root)
+    if verify:
+        context.check_hostname = mode == "verify-full"
+    if params.get("sslcert") and params.get("sslkey"):
+        context.load_cert_chain(params["sslcert"], params["sslkey"])
+    return context
+
+
+def _sni(server_name: str | None, params: dict[str, str]) -> str | None:
+    if server_name is None or params.get("sslsni") == "0":
+        return None
+    return server_name
+
+
+def _connect_timeout(params: dict[str, str]) -> float:
+    seconds = int(params.get("connect_timeout", "0") or 0)
+    return 0.0 if seconds <= 0 else max(seconds, 2)  # libpq treats 1 as 2
+
+
+def _connect_error(exc: OSError) -> str:
+    return f"could not connect: {describe_os_error(exc)}"
+
+
+def _tls_reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or str(exc)
+    return describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+
+
+def _char(data: bytes) -> str:
+    return chr(data[0]) if 32 <= data[0] < 127 else f"byte 0x{data[0]:02x}"
+
+
+def _show(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"

@@ -1,0 +1,127 @@
+"""PostgreSQL: ``ping`` mode answers exactly as pg_isready; ``query`` mode runs SELECT 1.
+
+Ping mode (the default) speaks the protocol's start-up natively (see :mod:`.pgping`): it needs no
+credentials and imports no driver, so it costs about what a TCP check costs. Query mode uses
+psycopg, imported only when a query-mode target is used, and is ready only when the database
+exists, the credentials work and ``SELECT 1`` answers; with ``primary``, only on a server that
+accepts writes (not a standby, not in recovery, not ``default_transaction_read_only``).
+
+Authentication failures in query mode are retried and reported as such: roles and passwords
+often appear after the server does (init scripts, secret sync). A password the server asks for
+but that was never given cannot appear by retrying, so that one is a configuration error.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from waitfor.checks.base import Check, OptionPairs, Outcome, flag, reject_unknown, single
+from waitfor.checks.pgping import ConfigurationError, Ping, ping, tls_context
+
+if TYPE_CHECKING:
+    import psycopg
+
+MODES = ("ping", "query")
+
+
+@dataclass(frozen=True)
+class PostgresOptions:
+    mode: str = "ping"
+    primary: bool = False  # query mode: not ready on a read-only server (standby, recovery)
+
+
+class PostgresCheck(Check):
+    OPTION_NAMES = frozenset({"mode", "primary"})
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> PostgresOptions:
+        reject_unknown(pairs, cls.OPTION_NAMES)
+        mode = (single(pairs, "mode") or "ping").lower()
+        if mode not in MODES:
+            raise ValueError(f"mode must be ping or query, not {mode!r}")
+        primary = flag(pairs, "primary")
+        if primary and mode != "query":
+            raise ValueError("primary needs mode=query (a ping does not log in)")
+        return PostgresOptions(mode=mode, primary=primary)
+
+    @property
+    def options(self) -> PostgresOptions:
+        assert isinstance(self.target.options, PostgresOptions)
+        return self.target.options
+
+    @property
+    def params(self) -> dict[str, str]:
+        return dict(self.target.params)
+
+    @cached_property
+    def _tls(self) -> ssl.SSLContext:
+        return tls_context(self.params)
+
+    async def probe(self, budget: float) -> Outcome:
+        if self.options.mode == "query":
+            return await self._query(budget)
+        try:
+            result = await ping(self.params, budget, self._tls)
+        except ConfigurationError as exc:
+            return Outcome.fatal(str(exc))
+        if result.status is Ping.OK:
+            return Outcome.up(result.reason)
+        return Outcome.down(result.reason)
+
+    async def _query(self, budget: float) -> Outcome:
+        import psycopg  # heavy (~250 ms): only query-mode targets pay for it
+        from psycopg.conninfo import make_conninfo
+
+        params = self.params
+        params.setdefault("application_name", "waitfor")
+        params["connect_timeout"] = str(max(int(budget + 0.999), 2))
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                make_conninfo(**params), autocommit=True
+            )
+        except psycopg.OperationalError as exc:
+            return _connect_failure(exc)
+        try:
+            async with connection:
+                await (await connection.execute("SELECT 1")).fetchone()
+                if self.options.primary:
+                    return await _primary_state(connection)
+                return Outcome.up("SELECT 1 succeeded")
+        except psycopg.Error as exc:
+            return Outcome.down(f"query failed: {_first_line(exc)}")
+
+
+async def _primary_state(connection: psycopg.AsyncConnection[tuple[object, ...]]) -> Outcome:
+    cursor = await connection.execute(
+        "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'"
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    in_recovery, read_only = row
+    if in_recovery:
+        return Outcome.down("server is a standby (in recovery); waiting for a primary")
+    if read_only:
+        return Outcome.down("server is read-only (default_transaction_read_only); waiting")
+    return Outcome.up("SELECT 1 succeeded on a primary accepting writes")
+
+
+def _connect_failure(exc: Exception) -> Outcome:
+    message = _first_line(exc)
+    if "no password supplied" in message:
+        return Outcome.fatal(
+            "the server asks for a password and none was given "
+            "(put it in the URL, password=, PGPASSWORD or a passfile)"
+        )
+    if "password authentication failed" in message or "authentication failed" in message:
+        return Outcome.down(f"authentication failed: {message}")
+    return Outcome.down(message)
+
+
+def _first_line(exc: Exception) -> str:
+    """libpq repeats 'connection to server at ... failed:' per host; keep the server's words."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = "; ".join(lines) or type(exc).__name__
+    return text.replace("connection failed: ", "", 1)
