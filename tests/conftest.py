@@ -11,6 +11,7 @@ import pytest
 from waitfor.backoff import Backoff
 
 if TYPE_CHECKING:
+    from tests.dnsserver import DnsServer
     from tests.pg import Cluster
 
 #: quick retries for tests whose point is not the waiting itself
@@ -47,3 +48,15 @@ def pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
     for cluster in made:
         cluster.stop("immediate")
         shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture
+def dns_server(tmp_path: Path) -> Iterator[DnsServer]:
+    """A stopped dnsmasq; the test adds records and starts it (possibly later)."""
+    from tests.dnsserver import DnsServer
+
+    if shutil.which("dnsmasq") is None:
+        pytest.skip("dnsmasq is not installed (the test command installs dnsmasq-base)")
+    server = DnsServer(tmp_path)
+    yield server
+    server.stop()

@@ -29,12 +29,20 @@ Targets (options for one target go after '#'):
   tcp://HOST:PORT                    a connection is accepted (IPv6: tcp://[::1]:5432)
   http://HOST[:PORT]/PATH            status 200-399, like the kubelet's httpGet probe
   https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem
+  postgresql://[USER@]HOST[:PORT]/DB  accepting connections, exactly as pg_isready says
+  postgresql://USER@HOST/DB#mode=query&primary   logs in, SELECT 1, on a writable primary
+  host=db port=5432 dbname=app        a libpq keyword DSN (libpq's PG* variables apply)
+  dns:NAME                            has an address (A or AAAA), resolved like the app would
+  dns:NAME?type=SRV#min=3             at least 3 SRV records (types: A AAAA CNAME SRV TXT)
+  dns://NAMESERVER[:PORT]/NAME#value=10.0.0.7   asks that server; awaits that record
+  {namespace} in a target becomes the pod's namespace (POD_NAMESPACE or the service account's)
 
 \b
 Examples:
   waitfor tcp://localhost:5432
   waitfor -t 2m https://api/healthz http://cache:8080/ready -- ./start-app --port 80
   waitfor --invert tcp://old-server:80        # wait until it is down
+  waitfor postgresql://postgres-svc:5432 'dns:mydb.{namespace}.svc.cluster.local'
   WAITFOR_TARGETS="tcp://db:5432 http://api/healthz" WAITFOR_TIMEOUT=5m waitfor
 
 \b
@@ -111,6 +119,11 @@ class WaitforCommand(click.Command):
     type=click.Path(exists=True, dir_okay=False),
     help="https: trust this CA bundle (PEM) for every target.",
 )
+@click.option(
+    "--resolv-conf",
+    type=click.Path(exists=True, dir_okay=False),
+    help="dns: resolver configuration to use instead of /etc/resolv.conf.",
+)
 @click.version_option(package_name="waitfor", message="%(prog)s %(version)s")
 @click.pass_context
 def cli(
@@ -124,6 +137,7 @@ def cli(
     quiet: bool,
     insecure: bool,
     cacert: str | None,
+    resolv_conf: str | None,
 ) -> None:
     """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
     command: list[str] = ctx.meta.get(COMMAND_KEY, [])
@@ -136,6 +150,8 @@ def cli(
         defaults["insecure"] = "true"
     if cacert:
         defaults["cacert"] = cacert
+    if resolv_conf:
+        defaults["resolv_conf"] = resolv_conf
     backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
     reporter = make_reporter("quiet" if quiet else output, sys.stderr)
     wait = api.wait_for_async(

@@ -22,7 +22,9 @@ from waitfor.redaction import MASK, SENSITIVE_HEADERS, is_secret_name, scrub
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
-_EXAMPLES = "e.g. tcp://HOST:PORT, https://HOST/PATH, postgresql://HOST/DB"
+NAMESPACE_PLACEHOLDER = "{namespace}"
+NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+_EXAMPLES = "e.g. tcp://HOST:PORT, https://HOST/PATH, postgresql://HOST/DB, dns:NAME"
 
 
 @dataclass(frozen=True, repr=False)
@@ -60,6 +62,11 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     kind knows that option and does not set it itself.
     """
     text = text.strip()
+    if NAMESPACE_PLACEHOLDER in text:
+        try:
+            text = text.replace(NAMESPACE_PLACEHOLDER, pod_namespace())
+        except ValueError as exc:
+            raise TargetError(_rough_redact(text), str(exc)) from None
     dsn = pgconninfo.looks_like_dsn(text)
     if dsn:  # libpq keyword form: host=db port=5432 dbname=app
         address, fragment = pgconninfo.split_dsn_fragment(text)
@@ -106,6 +113,24 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     )
 
 
+def pod_namespace() -> str:
+    """The namespace of the pod waitfor runs in: POD_NAMESPACE, else the service account's."""
+    namespace = os.environ.get("POD_NAMESPACE", "").strip()
+    if namespace:
+        return namespace
+    try:
+        with open(NAMESPACE_FILE) as file:
+            namespace = file.read().strip()
+    except OSError:
+        namespace = ""
+    if not namespace:
+        raise ValueError(
+            f"{NAMESPACE_PLACEHOLDER} needs POD_NAMESPACE (e.g. from the downward API) "
+            f"or {NAMESPACE_FILE}, and neither is available"
+        )
+    return namespace
+
+
 @dataclass(frozen=True)
 class _Address:
     host: str
@@ -146,6 +171,52 @@ def _parse_http(scheme: str, address: str) -> _Address:
     return _Address(host, port, display, frozenset(secrets))
 
 
+DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT")
+
+
+def _parse_dns(scheme: str, address: str) -> _Address:
+    """RFC 4501: ``dns:NAME[?type=T]`` or ``dns://NAMESERVER[:PORT]/NAME[?type=T]``."""
+    rest, _, query = address[len("dns:") :].partition("?")
+    nameserver, port = "", 53
+    if rest.startswith("//"):
+        authority, _, rest = rest[2:].partition("/")
+        if authority:
+            parts = _split(f"dns://{authority}")
+            nameserver = unquote(parts.hostname or "")
+            try:
+                ipaddress.ip_address(nameserver)
+            except ValueError:
+                raise ValueError(f"nameserver must be an IP address, not {nameserver!r}") from None
+            port = _port(parts, default=53)
+    name = unquote(rest)
+    if not name or name == ".":
+        raise ValueError("missing name")
+    try:
+        ascii_name = name.encode("idna").decode("ascii") if not name.isascii() else name
+    except UnicodeError:
+        raise ValueError(f"invalid name {name!r}") from None
+    if not _HOSTNAME.fullmatch(ascii_name.lower().lstrip("*.")) or len(ascii_name) > 254:
+        raise ValueError(f"invalid name {name!r}")
+    rdtype = ""
+    for key, value in _query_pairs(query):
+        key, value = key.lower(), unquote(value).upper()
+        if key == "type" and value in DNS_TYPES:
+            rdtype = value
+        elif key == "type":
+            raise ValueError(f"unsupported type {value!r} (one of {', '.join(DNS_TYPES)})")
+        elif key == "class" and value != "IN":
+            raise ValueError(f"unsupported class {value!r} (only IN)")
+        elif key != "class":
+            raise ValueError(f"unknown query parameter {key!r} (type, class)")
+    params = (
+        ("name", ascii_name),
+        ("type", rdtype),
+        ("nameserver", nameserver),
+        ("port", str(port)),
+    )
+    return _Address(ascii_name, None, address, params=params)
+
+
 def _parse_postgres(scheme: str, address: str) -> _Address:
     """A libpq URI or keyword DSN, completed with libpq's environment variables and defaults."""
     given = pgconninfo.parse_uri(address) if "://" in address else pgconninfo.parse_dsn(address)
@@ -160,6 +231,7 @@ _ADDRESS_PARSERS: dict[str, Callable[[str, str], _Address]] = {
     "tcp": _parse_tcp,
     "http": _parse_http,
     "postgresql": _parse_postgres,
+    "dns": _parse_dns,
 }
 
 

@@ -23,6 +23,7 @@ KINDS: dict[str, Kind] = {
     "https": Kind("http", "waitfor.checks.http:HttpCheck"),
     "postgresql": Kind("postgresql", "waitfor.checks.postgres:PostgresCheck"),
     "postgres": Kind("postgresql", "waitfor.checks.postgres:PostgresCheck"),
+    "dns": Kind("dns", "waitfor.checks.dns:DnsCheck"),
 }
 
 

@@ -1,0 +1,103 @@
+"""A real DNS server for tests: dnsmasq on its own loopback address, records changed at run time.
+
+Each server listens on port 53 of an address of its own (127.53.x.1), so a test resolv.conf can
+point at it exactly as a pod's does (resolv.conf cannot name a port). Addresses live in an
+addn-hosts file reloaded by SIGHUP; SRV, CNAME and TXT records live in dnsmasq's configuration,
+which it reads only at start, so changing those restarts it on the same address.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+_addresses = (f"127.53.{n // 250}.{n % 250 + 1}" for n in itertools.count(os.getpid() % 5000))
+
+
+class DnsServer:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.address = next(_addresses)
+        self.hosts_file = root / "hosts"
+        self.hosts_file.write_text("")
+        self.conf_file = root / "dnsmasq.conf"
+        self.hosts: list[tuple[str, str]] = []
+        self.extra: list[str] = []
+        self.process: subprocess.Popen[bytes] | None = None
+
+    # records ------------------------------------------------------------------------------
+    def add_host(self, name: str, address: str) -> None:
+        """An A/AAAA record; takes effect at once (SIGHUP)."""
+        self.hosts.append((address, name))
+        self.hosts_file.write_text("".join(f"{a} {n}\n" for a, n in self.hosts))
+        if self.process is not None:
+            self.process.send_signal(signal.SIGHUP)
+            time.sleep(0.2)  # dnsmasq re-reads the file on its next loop
+
+    def add_config(self, *lines: str) -> None:
+        """srv-host=..., cname=..., txt-record=...; restarts the server if running."""
+        self.extra.extend(lines)
+        if self.process is not None:
+            self.stop()
+            self.start()
+
+    def resolv_conf(self, search: str = "", ndots: int = 1, timeout: int = 1) -> Path:
+        path = self.root / "resolv.conf"
+        text = f"nameserver {self.address}\noptions ndots:{ndots} timeout:{timeout} attempts:1\n"
+        path.write_text(text + (f"search {search}\n" if search else ""))
+        return path
+
+    # process ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.conf_file.write_text("".join(f"{line}\n" for line in self.extra))
+        command = [
+            shutil.which("dnsmasq") or "/usr/sbin/dnsmasq",
+            "--keep-in-foreground",
+            "--no-resolv",
+            "--no-hosts",
+            "--no-daemon",
+            f"--listen-address={self.address}",
+            "--bind-interfaces",
+            "--port=53",
+            f"--addn-hosts={self.hosts_file}",
+            f"--conf-file={self.conf_file}",
+            "--cache-size=0",
+            "--no-negcache",
+            "--pid-file=",
+            "--log-facility=-",
+            # answer everything from local data: NXDOMAIN rather than REFUSED (no upstream)
+            "--local=/#/",
+        ]
+        if os.geteuid() == 0:
+            command.append("--user=root")
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"dnsmasq exited: {self.process.stderr.read().decode()}")  # type: ignore[union-attr]
+            if self._answers():
+                return
+            time.sleep(0.05)
+        raise RuntimeError("dnsmasq did not start answering")
+
+    def _answers(self) -> bool:
+        import dns.message
+        import dns.query
+
+        try:
+            query = dns.message.make_query("probe.invalid.", "A")
+            dns.query.udp(query, self.address, timeout=0.2)
+            return True
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None

@@ -1,0 +1,161 @@
+"""DNS: a name resolves the way the application will resolve it, to enough of the right records.
+
+Without a nameserver in the target, the system's resolver configuration is used — resolv.conf's
+nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts`` — so ``dns:mysvc`` in a
+Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local svc.cluster.local cluster.local``)
+finds what the app would find; a trailing dot makes a name absolute. With a nameserver
+(``dns://10.96.0.10/mysvc.ns.svc.cluster.local.``) only that server is asked and the name is
+taken as absolute. Every attempt asks afresh: nothing is cached, not even a negative answer.
+
+Without a type, the name must have addresses (A or AAAA, asked concurrently). ``min=N`` awaits
+N records (a headless Service lists only its ready pods); ``value=X`` awaits a record equal to X.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from functools import cached_property
+
+import dns.asyncresolver
+import dns.exception
+import dns.name
+import dns.rdata
+import dns.rdatatype
+import dns.resolver
+
+from waitfor.checks.base import Check, OptionPairs, Outcome, reject_unknown, single
+
+RESOLV_CONF = "/etc/resolv.conf"
+SHOWN_RECORDS = 5
+
+
+@dataclass(frozen=True)
+class DnsOptions:
+    min_records: int = 1
+    value: str | None = None
+    resolv_conf: str | None = None
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    rdtype: str
+    records: tuple[tuple[str, ...], ...] = ()  # per record: its shown form, then other forms
+    error: str = ""
+    nxdomain: bool = False
+
+
+class DnsCheck(Check):
+    OPTION_NAMES = frozenset({"min", "value", "resolv_conf"})
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> DnsOptions:
+        reject_unknown(pairs, cls.OPTION_NAMES)
+        minimum = single(pairs, "min") or "1"
+        if not minimum.isascii() or not minimum.isdigit() or not 1 <= int(minimum) <= 10_000:
+            raise ValueError(f"min must be a whole number from 1 to 10000, not {minimum!r}")
+        resolv_conf = single(pairs, "resolv_conf")
+        if resolv_conf is not None and not os.access(resolv_conf, os.R_OK):
+            raise ValueError(f"resolv_conf {resolv_conf!r} is not a readable file")
+        value = single(pairs, "value")
+        return DnsOptions(
+            min_records=int(minimum),
+            value=value.rstrip(".").lower() if value else None,
+            resolv_conf=resolv_conf,
+        )
+
+    @property
+    def options(self) -> DnsOptions:
+        assert isinstance(self.target.options, DnsOptions)
+        return self.target.options
+
+    @property
+    def name(self) -> str:
+        return self.target.param("name") or ""
+
+    @cached_property
+    def _resolver(self) -> dns.asyncresolver.Resolver:
+        nameserver = self.target.param("nameserver")
+        if nameserver:
+            resolver = dns.asyncresolver.Resolver(configure=False)
+            resolver.nameservers = [nameserver]
+            resolver.port = int(self.target.param("port") or 53)
+        else:
+            resolver = dns.asyncresolver.Resolver(filename=self.options.resolv_conf or RESOLV_CONF)
+        resolver.cache = None  # each attempt asks afresh; no negative caching
+        return resolver
+
+    async def probe(self, budget: float) -> Outcome:
+        try:
+            resolver = self._resolver
+        except (dns.resolver.NoResolverConfiguration, OSError) as exc:
+            return Outcome.fatal(f"no usable resolver configuration: {exc}")
+        rdtype = self.target.param("type")
+        types = (rdtype,) if rdtype else ("A", "AAAA")
+        lookups = await asyncio.gather(*(self._lookup(resolver, t, budget) for t in types))
+        return self._judge(lookups, "/".join(types) if rdtype else "A/AAAA")
+
+    async def _lookup(
+        self, resolver: dns.asyncresolver.Resolver, rdtype: str, budget: float
+    ) -> _Lookup:
+        name = self.name
+        try:
+            answer = await resolver.resolve(name, rdtype, search=True, lifetime=budget)
+        except dns.resolver.NXDOMAIN as exc:
+            tried = ", ".join(q.to_text(omit_final_dot=True) for q in exc.qnames())  # type: ignore[no-untyped-call]
+            return _Lookup(rdtype, error=f"NXDOMAIN: no such name (tried {tried})", nxdomain=True)
+        except dns.resolver.NoAnswer:
+            return _Lookup(rdtype, error=f"no {rdtype} record for {name}")
+        except dns.resolver.LifetimeTimeout:
+            servers = ", ".join(str(ns) for ns in resolver.nameservers)
+            return _Lookup(rdtype, error=f"timed out: no answer from {servers} in {budget:.1f}s")
+        except dns.resolver.NoNameservers as exc:
+            return _Lookup(rdtype, error=f"server failure: {_failures(exc)}")
+        except dns.exception.DNSException as exc:
+            return _Lookup(rdtype, error=f"DNS error: {exc}")
+        assert answer.rrset is not None
+        return _Lookup(rdtype, records=tuple(_forms(rdata) for rdata in answer.rrset))
+
+    def _judge(self, lookups: list[_Lookup], described: str) -> Outcome:
+        records = [record for lookup in lookups for record in lookup.records]
+        if not records:
+            errors = list(dict.fromkeys(lookup.error for lookup in lookups))
+            if len(errors) > 1 and all(e.startswith("no ") for e in errors):
+                return Outcome.down(f"no {described} record for {self.name}")
+            return Outcome.down("; ".join(errors))
+        minimum, value = self.options.min_records, self.options.value
+        shown = ", ".join(r[0] for r in records[:SHOWN_RECORDS])
+        shown += f", ... ({len(records)} in all)" if len(records) > SHOWN_RECORDS else ""
+        if len(records) < minimum:
+            return Outcome.down(f"only {len(records)} of {minimum} {described} records: {shown}")
+        if value is not None and not any(value in record for record in records):
+            return Outcome.down(f"no {described} record {value!r} yet: {shown}")
+        plural = "" if len(records) == 1 else "s"
+        return Outcome.up(f"{len(records)} {described} record{plural}: {shown}")
+
+
+def _forms(rdata: dns.rdata.Rdata) -> tuple[str, ...]:
+    """How a record is shown, then the other forms ``value=`` may name it by."""
+    if rdata.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
+        return (str(rdata.address),)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.CNAME:
+        return (rdata.target.to_text(omit_final_dot=True).lower(),)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.SRV:
+        target = rdata.target.to_text(omit_final_dot=True).lower()  # type: ignore[attr-defined]
+        return (f"{target}:{rdata.port}", target)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.TXT:
+        text = b"".join(rdata.strings).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
+        return (text, text.lower())
+    return (rdata.to_text(),)
+
+
+def _failures(exc: dns.resolver.NoNameservers) -> str:
+    """ "127.0.0.1:53 answered REFUSED" for each server that failed."""
+    parts = []
+    for server, _tcp, port, problem, *_ in exc.kwargs.get("errors", []):
+        shown = str(server).removeprefix("Do53:").replace("@", ":")
+        if shown == str(server) and ":" not in shown:
+            shown = f"{shown}:{port}"
+        parts.append(f"{shown} {problem}")
+    return "; ".join(parts) or str(exc)
