@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import io
+import json
+
+from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
+from waitfor.runner import Event, EventType, TargetResult
+from waitfor.targets import parse_target
+
+DB = parse_target("tcp://db:5432")
+API = parse_target("http://admin:hunter2@api/healthz")
+
+
+def event(
+    kind: EventType, elapsed: float, reason: str = "", target: object = DB, n: int = 1
+) -> Event:
+    return Event(kind, target, n, elapsed, reason)  # type: ignore[arg-type]
+
+
+def feed(reporter: Reporter) -> str:
+    reporter.begin([DB, API], 60)
+    for second in range(25):  # 25 s of "connection refused", two attempts a second
+        reporter(event(EventType.NOT_READY, second, "connection refused", n=2 * second + 1))
+        reporter(event(EventType.NOT_READY, second + 0.5, "connection refused", n=2 * second + 2))
+    reporter(event(EventType.NOT_READY, 25.2, "HTTP 503 (expecting 200-399)", API))
+    reporter(event(EventType.READY, 26, "connected to 10.0.0.1:5432", n=53))
+    reporter.finish(
+        [
+            TargetResult(DB, True, 53, 26.0, "connected to 10.0.0.1:5432"),
+            TargetResult(API, False, 1, 30.0, "HTTP 503 (expecting 200-399)"),
+        ]
+    )
+    assert isinstance(reporter.stream, io.StringIO)
+    return reporter.stream.getvalue()
+
+
+def test_text_says_what_and_why_without_flooding() -> None:
+    lines = feed(TextReporter(io.StringIO())).splitlines()
+    assert lines == [
+        "waitfor: waiting for tcp://db:5432, http://admin:***@api/healthz (timeout 60s)",
+        "waitfor: tcp://db:5432 not ready: connection refused",
+        "waitfor: still waiting for tcp://db:5432 (21 attempts, 10s, "
+        "last error: connection refused)",
+        "waitfor: still waiting for tcp://db:5432 (41 attempts, 20s, "
+        "last error: connection refused)",
+        "waitfor: http://admin:***@api/healthz not ready: HTTP 503 (expecting 200-399)",
+        "waitfor: tcp://db:5432 is ready (connected to 10.0.0.1:5432)",
+        "waitfor: tcp://db:5432 ready after 26.00s (53 attempts)",
+        "waitfor: http://admin:***@api/healthz still not ready after 30.00s (1 attempt): "
+        "HTTP 503 (expecting 200-399)",
+    ]
+
+
+def test_live_view_redraws_one_line_per_target() -> None:
+    out = feed(LiveReporter(io.StringIO()))
+    assert "\x1b[2F\x1b[J" in out  # moves up over the two status lines and redraws them
+    assert "+ tcp://db:5432: ready after 26.00s (connected to 10.0.0.1:5432)" in out
+    assert out.endswith(
+        "waitfor: http://admin:***@api/healthz still not ready after 30.00s (1 attempt): "
+        "HTTP 503 (expecting 200-399)\n"
+    )
+    assert "hunter2" not in out
+
+
+def test_json_is_one_object_per_event() -> None:
+    records = [json.loads(line) for line in feed(JsonReporter(io.StringIO())).splitlines()]
+    assert records[0]["event"] == "begin"
+    assert records[0]["targets"] == ["tcp://db:5432", "http://admin:***@api/healthz"]
+    assert sum(r["event"] == "not_ready" for r in records) == 51
+    assert records[-1] == {
+        "time": records[-1]["time"],
+        "event": "summary",
+        "target": "http://admin:***@api/healthz",
+        "ready": False,
+        "attempts": 1,
+        "elapsed": 30.0,
+        "reason": "HTTP 503 (expecting 200-399)",
+    }
+
+
+def test_quiet_says_only_why_it_failed() -> None:
+    stream = io.StringIO()
+    reporter = make_reporter("quiet", stream)
+    feed_quiet = [
+        event(EventType.NOT_READY, 1, "refused"),
+        event(EventType.TIMED_OUT, 2, "refused"),
+    ]
+    for e in feed_quiet:
+        reporter(e)
+    assert (
+        stream.getvalue()
+        == "waitfor: tcp://db:5432 still not ready after 2.00s (1 attempt): refused\n"
+    )
+
+
+def test_auto_picks_text_off_a_terminal() -> None:
+    assert type(make_reporter("auto", io.StringIO())) is TextReporter
