@@ -59,7 +59,11 @@ class Script:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
     routes: dict[str, Script] = field(default_factory=dict)  # path -> other answer
+
+    def timed_requests(self) -> list[tuple[str, str, dict[str, str], float]]:
+        return [(*r, at) for r, at in zip(self.requests, self.arrivals, strict=True)]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -68,6 +72,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(self) -> None:
         script = self.server.script
         script.requests.append((self.command, self.path, dict(self.headers)))
+        script.arrivals.append(time.monotonic())
         script = script.routes.get(self.path.partition("?")[0], script)
         if script.delay:
             time.sleep(script.delay)

@@ -1,0 +1,71 @@
+"""waitfor as PID 1 of a fresh PID namespace, where the kernel drops signals without a handler."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.servers import free_port, tcp_listener
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a PID namespace needs root and unshare (util-linux)",
+)
+
+
+def as_pid1(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def pid1_of(namespace_root: subprocess.Popen[str]) -> int:
+    """The host PID of the process that is PID 1 inside (unshare's child)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        children = subprocess.run(
+            ["pgrep", "-P", str(namespace_root.pid)], capture_output=True, text=True
+        ).stdout.split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("no PID 1 appeared")
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signals_end_the_wait_as_pid1(sig: signal.Signals, code: int) -> None:
+    root = as_pid1("-m", "waitfor", "-t", "5m", f"tcp://127.0.0.1:{free_port()}")
+    assert root.stderr is not None
+    root.stderr.readline()  # "waiting for ...": handlers are in place
+    pid = pid1_of(root)
+    sent = time.monotonic()
+    os.kill(pid, sig)
+    assert root.wait(timeout=10) == code
+    took = time.monotonic() - sent
+    print(f"\n{sig.name} to waitfor as PID 1: exit {code} after {took * 1000:.0f} ms")
+    assert took < 1.0
+
+
+def test_the_command_replaces_waitfor_and_gets_the_signals() -> None:
+    port = free_port()
+    app = (
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(42))\n"
+        "print(os.getpid(), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with tcp_listener(port):
+        root = as_pid1("-m", "waitfor", f"tcp://127.0.0.1:{port}", "--", sys.executable, "-c", app)
+        assert root.stdout is not None
+        assert root.stdout.readline().strip() == "1"  # the command is PID 1 now, not a child
+    os.kill(pid1_of(root), signal.SIGTERM)
+    assert root.wait(timeout=10) == 42  # its own handler ran: the signal reached it

@@ -1,0 +1,86 @@
+"""No secret in any output: every kind, every output mode, and the library's exceptions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+
+import pytest
+
+from tests.dnsserver import DnsServer
+from tests.pg import Cluster
+from tests.servers import free_port
+from waitfor import WaitTimeout, wait_for
+
+SECRETS = (
+    "pw-userinfo-1",
+    "tok-query-2",
+    "auth-hdr-3",
+    "cookie-4",
+    "pg-uri-5",
+    "dsn-pass-6",
+    "env-pass-7",
+    "wrong-pass-8",
+)
+
+
+@pytest.fixture
+def secret_targets(
+    pg_cluster: Callable[[], Cluster], dns_server: DnsServer
+) -> tuple[list[str], list[str]]:
+    """(targets, the host:port each must still show), all failing, each holding secrets."""
+    cluster = pg_cluster()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    cluster.psql("CREATE ROLE app LOGIN PASSWORD 'right'")
+    dns_server.start()
+    http, pg, dsn, env = free_port(), free_port(), free_port(), free_port()
+    targets = [
+        f"http://admin:pw-userinfo-1@127.0.0.1:{http}/health?token=tok-query-2"
+        "#header=Authorization:%20Bearer%20auth-hdr-3&header=Cookie:%20session=cookie-4",
+        f"postgresql://app:pg-uri-5@127.0.0.1:{pg}/db?sslmode=disable",
+        f"host=127.0.0.1 port={dsn} user=app password='dsn-pass-6' dbname=x",
+        f"postgresql://app@127.0.0.1:{env}/db#mode=query",  # PGPASSWORD
+        f"postgresql://app:wrong-pass-8@127.0.0.1:{cluster.port}/postgres#mode=query",
+        f"tcp://127.0.0.1:{free_port()}",
+        f"dns://{dns_server.address}/missing.test",
+    ]
+    shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
+    return targets, [*shown, f"127.0.0.1:{cluster.port}", dns_server.address]
+
+
+@pytest.mark.parametrize("mode", ["text", "tty", "json", "quiet"])
+def test_no_secret_in_any_output_mode(
+    mode: str, secret_targets: tuple[list[str], list[str]]
+) -> None:
+    targets, shown = secret_targets
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-o", mode, "-t", "1.5", *targets],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PGPASSWORD": "env-pass-7"},
+    )
+    assert result.returncode == 124, result.stderr
+    output = result.stdout + result.stderr
+    for secret in SECRETS:
+        assert secret not in output, f"{secret} leaked in {mode} output"
+    for address in shown:
+        assert address in output, f"{address} missing from {mode} output"
+    assert "authentication failed" in output  # the reason itself is still told
+
+
+def test_no_secret_in_library_exceptions(
+    secret_targets: tuple[list[str], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    targets, shown = secret_targets
+    monkeypatch.setenv("PGPASSWORD", "env-pass-7")
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(*targets, timeout=1.5)
+    texts = [str(info.value), repr(info.value), repr(info.value.results)]
+    texts += [f"{r.target} {r.target!r} {r.reason}" for r in info.value.results]
+    for secret in SECRETS:
+        assert not any(secret in text for text in texts), secret
+    assert all(address in str(info.value) for address in shown)
