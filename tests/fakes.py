@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +17,8 @@ from waitfor.targets import Target
 
 @dataclass
 class Behaviour:
-    """Outcomes to return in turn (the last repeats); "hang" awaits forever."""
+    """Outcomes to return in turn (the last repeats); "hang" awaits forever, "late" answers
+    after its budget has run out."""
 
     outcomes: list[Outcome | str]
     probes: int = 0
@@ -39,6 +41,9 @@ class FakeCheck(Check):
         b.probes += 1
         if outcome == "hang":
             await asyncio.Event().wait()
+        if outcome == "late":  # answers only after its budget, blocking so nothing can cancel it
+            time.sleep(budget + 0.02)  # noqa: ASYNC251 - blocking is the point
+            return Outcome.down("late answer")
         assert isinstance(outcome, Outcome)
         return outcome
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import socket
 import threading
@@ -12,10 +13,18 @@ from dataclasses import dataclass, field
 
 
 def free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1, family, host)[0]
+
+
+def free_ports(count: int, family: int = socket.AF_INET, host: str = "127.0.0.1") -> list[int]:
+    """Distinct ports nothing listens on (all held at once while choosing, so none repeats)."""
+    with contextlib.ExitStack() as stack:
+        socks = [
+            stack.enter_context(socket.socket(family, socket.SOCK_STREAM)) for _ in range(count)
+        ]
+        for sock in socks:
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 @contextmanager

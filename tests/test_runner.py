@@ -78,6 +78,17 @@ def test_a_hanging_probe_cannot_carry_the_wait_past_its_deadline(fake: MakeTarge
     assert BEHAVIOURS["a"].budgets == [pytest.approx(0.3, abs=0.05)]
 
 
+def test_an_attempt_cut_short_by_the_deadline_keeps_the_last_reason(fake: MakeTarget) -> None:
+    """Found by the HTTP tests: an attempt starting just before the deadline used to replace
+    "connection refused" with "timed out after 0.0s" in the final report."""
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("a", DOWN, "hang")], timeout=0.3)
+    assert info.value.results[0].reason == "refused"  # cut off by the deadline while hanging
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("b", DOWN, "late")], timeout=0.3)
+    assert info.value.results[0].reason == "refused"  # answered once the deadline had passed
+
+
 def test_each_attempt_is_bounded_by_the_attempt_timeout(fake: MakeTarget) -> None:
     events: list[Event] = []
     wait([fake("a", "hang", UP)], attempt_timeout=0.1, events=events)

@@ -7,11 +7,8 @@ Everything goes to the given stream (stderr from the CLI); targets print in reda
 
 from __future__ import annotations
 
-import json
-import shutil
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TextIO
 
 from waitfor.runner import Event, EventType, TargetResult
@@ -109,6 +106,8 @@ class LiveReporter(TextReporter):
         super().finish(results)
 
     def _draw(self, force: bool) -> None:
+        import shutil  # each output mode imports only what it uses: cold start counts
+
         now = time.monotonic()
         if not force and now - self._last_draw < 0.1:
             return
@@ -157,6 +156,9 @@ class JsonReporter(Reporter):
             )
 
     def _emit(self, record: dict[str, object]) -> None:
+        import json
+        from datetime import UTC, datetime
+
         record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}
         self.stream.write(json.dumps(record) + "\n")
         self.stream.flush()

@@ -1,0 +1,381 @@
+"""The benchmark: cold start, detection latency, probe rate, fan-out and footprint, each figure
+given as a ratio to the peer measured in the same run, with medians and spread."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import plots
+from bench.scenarios import (
+    Postgres,
+    Series,
+    Tool,
+    cold_start,
+    count_probes,
+    detection,
+    dns_server,
+    queries_logged,
+    rejected_logged,
+    run_measured,
+)
+from tests.servers import Script, free_port, free_ports, http_server, tcp_listener
+
+OUT = Path("docs/bench")
+SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--waitfor", required=True)
+    parser.add_argument("--wait-for-it", required=True)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="tiny configuration (smoke test)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--only", nargs="*", choices=SECTIONS, help="re-measure these sections, keep the rest"
+    )
+    args = parser.parse_args()
+    trials = 2 if args.quick else args.trials
+    runs = 3 if args.quick else 30
+    wf, wfi = args.waitfor, args.wait_for_it
+    saved = args.out / "results.json"
+    results: dict[str, Any] = json.loads(saved.read_text()) if args.only and saved.exists() else {}
+    results["machine"] = machine()
+    wanted = args.only or SECTIONS
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def section(name: str, measure: Any) -> None:
+        if name in wanted:
+            print(f"bench: {name}", file=sys.stderr)
+            results[name] = measure()
+            saved.write_text(json.dumps(results, indent=1))  # progress survives a failure
+
+    postgres = Postgres()
+    try:
+        with dns_server() as dns:
+            section("cold_start", lambda: measure_cold_start(wf, wfi, dns.address, runs))
+            section("detection", lambda: measure_detection(wf, wfi, postgres, trials))
+            section("probe_rate", lambda: measure_probe_rates(wf, postgres, 2 if args.quick else 6))
+            section("fan_out", lambda: measure_fan_out(wf, wfi, dns.address, args.quick))
+        section("footprint", lambda: footprint(Path(wf).parent.parent))
+    finally:
+        postgres.close()
+    plots.draw(results, args.out)
+    (args.out / "README.md").write_text(plots.tables(results))
+    print(f"wrote {args.out}/README.md, results.json and plots", file=sys.stderr)
+
+
+def as_dict(series: list[Series]) -> dict[str, dict[str, float]]:
+    return {
+        s.tool: {
+            "median": s.median(),
+            "p10": s.quantile(0.1),
+            "p90": s.quantile(0.9),
+            "p95": s.quantile(0.95),
+            "max": max(s.values),
+            "n": len(s.values),
+        }
+        for s in series
+    }
+
+
+def measure_cold_start(wf: str, wfi: str, dns: str, runs: int) -> dict[str, Any]:
+    port = free_port()
+    with tcp_listener(port) as opened, http_server(Script()) as (url, _):
+        while not opened:  # the listener binds in its own thread
+            time.sleep(0.001)
+        tools = [
+            Tool("python -c pass", [sys.executable, "-c", "pass"]),
+            Tool("waitfor tcp", [wf, "-q", f"tcp://127.0.0.1:{port}"]),
+            Tool("wait-for-it tcp", [wfi, "-q", "-s", f"127.0.0.1:{port}"]),
+            Tool("waitfor postgresql", [wf, "-q", "postgresql://127.0.0.1:5432/postgres"]),
+            Tool("pg_isready", ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]),
+            Tool("waitfor dns", [wf, "-q", f"dns://{dns}/ready.test"]),
+            Tool("busybox nslookup", ["busybox", "nslookup", "ready.test", dns]),
+            Tool("waitfor http", [wf, "-q", url]),
+            Tool("curl", ["curl", "-fsS", "-o", "/dev/null", url]),
+        ]
+        return as_dict(cold_start(tools, runs))
+
+
+def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    flags = ["-q", "-t", "60"]
+
+    # TCP: a listener opens.
+    port = free_port()
+    state: dict[str, Any] = {}
+
+    def tcp_up() -> float:
+        state["listener"] = tcp_listener(port)
+        opened = state["listener"].__enter__()
+        while not opened:  # the listener binds in its own thread
+            time.sleep(0.001)
+        return float(opened[0])
+
+    def tcp_down() -> None:
+        state.pop("listener").__exit__(None, None, None)
+
+    results["tcp"] = as_dict(
+        detection(
+            [
+                Tool("waitfor", [wf, *flags, f"tcp://127.0.0.1:{port}"]),
+                Tool("wait-for-it", [wfi, "-q", "-t", "60", "-s", f"127.0.0.1:{port}"]),
+                Tool(
+                    "bash /dev/tcp loop (sleep 1)",
+                    [f"until (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; do sleep 1; done"],
+                    True,
+                ),
+                Tool(
+                    "busybox nc loop (sleep 1)",
+                    [
+                        f"until busybox nc -w 1 127.0.0.1 {port} </dev/null 2>/dev/null; "
+                        "do sleep 1; done"
+                    ],
+                    True,
+                ),
+            ],
+            trials,
+            tcp_up,
+            tcp_down,
+        )
+    )
+
+    # HTTP: 503 until the switch to 200.
+    with http_server(Script(status=503)) as (url, script):
+
+        def http_up() -> float:
+            script.status = 200
+            return time.monotonic()
+
+        def http_down() -> None:
+            script.status = 503
+
+        results["http"] = as_dict(
+            detection(
+                [
+                    Tool("waitfor", [wf, *flags, f"{url}/healthz"]),
+                    Tool(
+                        "curl loop (sleep 1)",
+                        [
+                            f"until curl -fsS -o /dev/null {url}/healthz 2>/dev/null; "
+                            "do sleep 1; done"
+                        ],
+                        True,
+                    ),
+                ],
+                trials,
+                http_up,
+                http_down,
+            )
+        )
+
+    # PostgreSQL: a cluster starts; readiness is when the server logs it.
+    clusters: list[Any] = []
+
+    def pg_up() -> float:
+        context = postgres.cluster()
+        cluster = context.__enter__()
+        clusters.append((context, cluster))
+        cluster.configure(port=pg_port)
+        cluster.start()
+        return Postgres.ready_at(cluster)
+
+    def pg_down() -> None:
+        context, _ = clusters.pop()
+        context.__exit__(None, None, None)
+
+    pg_port = free_port()
+    results["postgresql"] = as_dict(
+        detection(
+            [
+                Tool("waitfor", [wf, *flags, f"postgresql://127.0.0.1:{pg_port}/postgres"]),
+                Tool(
+                    "pg_isready loop (sleep 2, the seed)",
+                    [f"until pg_isready -q -h 127.0.0.1 -p {pg_port}; do sleep 2; done"],
+                    True,
+                ),
+            ],
+            trials,
+            pg_up,
+            pg_down,
+            wall_clock=True,
+        )
+    )
+
+    # DNS: a record appears (dnsmasq reloads on SIGHUP).
+    with dns_server() as dns:
+        name = "late.test"
+
+        def dns_up() -> float:
+            dns.hosts.append(("10.0.0.9", name))
+            dns.hosts_file.write_text("".join(f"{a} {n}\n" for a, n in dns.hosts))
+            assert dns.process is not None
+            dns.process.send_signal(1)  # SIGHUP
+            return time.monotonic()
+
+        def dns_down() -> None:
+            dns.hosts.remove(("10.0.0.9", name))
+            dns.hosts_file.write_text("".join(f"{a} {n}\n" for a, n in dns.hosts))
+            assert dns.process is not None
+            dns.process.send_signal(1)
+            time.sleep(0.3)
+
+        results["dns"] = as_dict(
+            detection(
+                [
+                    Tool("waitfor", [wf, *flags, f"dns://{dns.address}/{name}"]),
+                    Tool(
+                        "busybox nslookup loop (sleep 2, the seed)",
+                        [
+                            f"until busybox nslookup {name} {dns.address} >/dev/null 2>&1; "
+                            "do sleep 2; done"
+                        ],
+                        True,
+                    ),
+                ],
+                trials,
+                dns_up,
+                dns_down,
+            )
+        )
+    return results
+
+
+def measure_probe_rates(wf: str, postgres: Postgres, seconds: float) -> dict[str, Any]:
+    rates: dict[str, Any] = {}
+    with http_server(Script(status=503)) as (url, script):
+        rates["http (503)"] = count_probes(
+            [
+                Tool("waitfor", [wf, "-q", "-t", "600", url]),
+                Tool(
+                    "curl loop (sleep 1)",
+                    [f"until curl -fsS -o /dev/null {url} 2>/dev/null; do sleep 1; done"],
+                    True,
+                ),
+            ],
+            seconds,
+            lambda: len(script.requests),
+        )
+    with dns_server() as dns:
+        rates["dns (NXDOMAIN), queries"] = count_probes(
+            [
+                Tool("waitfor", [wf, "-q", "-t", "600", f"dns://{dns.address}/missing.test"]),
+                Tool(
+                    "busybox nslookup loop (sleep 2)",
+                    [
+                        f"until busybox nslookup missing.test {dns.address} >/dev/null 2>&1; "
+                        "do sleep 2; done"
+                    ],
+                    True,
+                ),
+            ],
+            seconds,
+            lambda: queries_logged(dns),
+        )
+    with postgres.cluster() as cluster:
+        cluster.configure(hot_standby="off")
+        cluster.write_file("standby.signal", b"")
+        cluster.start(wait=False)
+        time.sleep(2)
+        rates["postgresql (rejecting)"] = count_probes(
+            [
+                Tool("waitfor", [wf, "-q", "-t", "600", cluster.url()]),
+                Tool(
+                    "pg_isready loop (sleep 2)",
+                    [f"until pg_isready -q -h 127.0.0.1 -p {cluster.port}; do sleep 2; done"],
+                    True,
+                ),
+            ],
+            seconds,
+            lambda: rejected_logged(cluster),
+        )
+    return rates
+
+
+def measure_fan_out(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, Any]:
+    sizes = [1, 10] if quick else [1, 10, 100, 200]
+    results: dict[str, Any] = {}
+    ports = free_ports(max(sizes))
+    listeners = [tcp_listener(port) for port in ports]
+    opened = [context.__enter__() for context in listeners]
+    while not all(opened):  # each binds in its own thread
+        time.sleep(0.01)
+    try:
+        for n in sizes:
+            tcp = [f"tcp://127.0.0.1:{p}" for p in ports[:n]]
+            services = [arg for p in ports[:n] for arg in ("-s", f"127.0.0.1:{p}")]
+            results[f"{n} tcp"] = {
+                "waitfor": run_measured([wf, "-q", *tcp]),
+                "wait-for-it --parallel": run_measured([wfi, "-q", "-p", *services]),
+            }
+        with http_server(Script()) as (url, _):
+            mixed = (
+                [f"tcp://127.0.0.1:{p}" for p in ports[:10]]
+                + [f"{url}/{i}" for i in range(5)]
+                + [f"dns://{dns}/ready.test"] * 3
+                + ["postgresql://127.0.0.1:5432/postgres"] * 2
+            )
+            results["mixed 20 (10 tcp, 5 http, 3 dns, 2 postgresql)"] = {
+                "waitfor": run_measured([wf, "-q", *mixed])
+            }
+    finally:
+        for context in listeners:
+            context.__exit__(None, None, None)
+    return results
+
+
+def footprint(waitfor_venv: Path) -> dict[str, Any]:
+    def site_packages(venv: Path, skip: tuple[str, ...]) -> int:
+        [site] = venv.glob("lib/python3*/site-packages")
+        return sum(
+            f.stat().st_size
+            for f in site.rglob("*")
+            if f.is_file() and not f.relative_to(site).parts[0].startswith(skip)
+        )
+
+    tooling = ("pip", "setuptools", "_distutils_hack", "pkg_resources", "distutils-precedence")
+    sizes: dict[str, Any] = {
+        "waitfor venv site-packages (without pip/setuptools)": site_packages(waitfor_venv, tooling),
+        "busybox binary": Path(shutil.which("busybox") or "/bin/busybox").stat().st_size,
+        "pg_isready + libpq": Path(shutil.which("pg_isready") or "").resolve().stat().st_size
+        + sum(p.stat().st_size for p in Path("/usr/lib/x86_64-linux-gnu").glob("libpq.so.5.*")),
+    }
+    image = subprocess.run(
+        [
+            "podman",
+            "image",
+            "inspect",
+            "localhost/waitfor:latest",
+            "localhost/waitfor-base:bookworm",
+            "--format",
+            "{{.Size}}",
+        ],
+        capture_output=True,
+        text=True,
+        env={"CONTAINERS_CONF": "images/containers.conf", "PATH": "/usr/bin:/bin:/usr/sbin"},
+    )
+    if image.returncode == 0:
+        total, base = (int(x) for x in image.stdout.split())
+        sizes["image (localhost/waitfor:latest)"] = total
+        sizes["image over its base"] = total - base
+    return sizes
+
+
+def machine() -> dict[str, str]:
+    return {
+        "cpus": subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip(),
+        "python": sys.version.split()[0],
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+if __name__ == "__main__":
+    main()

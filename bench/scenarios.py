@@ -1,0 +1,195 @@
+"""What is measured: each scenario runs waitfor and its peers side by side in the same run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from tests.dnsserver import DnsServer
+from tests.pg import Cluster, make_template
+
+
+@dataclass
+class Tool:
+    name: str
+    command: list[str]
+    shell: bool = False  # a shell loop, as people write it
+
+    def popen(self) -> subprocess.Popen[bytes]:
+        """Started in a session of its own, so that a loop and its children stop together."""
+        argv = ["bash", "-c", self.command[0]] if self.shell else self.command
+        return subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@dataclass
+class Series:
+    tool: str
+    values: list[float] = field(default_factory=list)
+
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.values)
+        return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+# --- the dependencies ------------------------------------------------------------------------
+
+
+class Postgres:
+    def __init__(self) -> None:
+        self.template = make_template()
+
+    @contextmanager
+    def cluster(self) -> Iterator[Cluster]:
+        cluster = Cluster(self.template, Path(tempfile.mkdtemp(prefix="waitfor-bench-pg-")))
+        cluster.configure(log_line_prefix="'%m '", log_connections="on")
+        try:
+            yield cluster
+        finally:
+            cluster.stop("immediate")
+            shutil.rmtree(cluster.root, ignore_errors=True)
+
+    @staticmethod
+    def ready_at(cluster: Cluster) -> float:
+        """Wall-clock time the server logged it accepts connections."""
+        for line in cluster.log.read_text().splitlines():
+            if "database system is ready to accept connections" in line:
+                stamp = " ".join(line.split()[:2])
+                return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        raise RuntimeError("the server did not log readiness")
+
+    def close(self) -> None:
+        shutil.rmtree(self.template.parent, ignore_errors=True)
+
+
+@contextmanager
+def dns_server() -> Iterator[DnsServer]:
+    root = Path(tempfile.mkdtemp(prefix="waitfor-bench-dns-"))
+    server = DnsServer(root)
+    server.extra.append(f"log-queries\nlog-facility={root / 'queries.log'}")
+    server.add_host("ready.test", "10.0.0.1")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --- cold start ------------------------------------------------------------------------------
+
+
+def cold_start(tools: list[Tool], runs: int) -> list[Series]:
+    """Whole-process wall time for a ready target, the tools interleaved run by run."""
+    series = [Series(t.name) for t in tools]
+    for _ in range(runs):
+        for tool, s in zip(tools, series, strict=True):
+            started = time.perf_counter()
+            code = tool.popen().wait()
+            s.values.append(time.perf_counter() - started)
+            if code != 0:
+                raise RuntimeError(f"{tool.name} failed on a ready target: {tool.command}")
+    return series
+
+
+# --- detection latency -----------------------------------------------------------------------
+
+
+def detection(
+    tools: list[Tool],
+    trials: int,
+    bring_up: Callable[[], float],
+    take_down: Callable[[], None],
+    wall_clock: bool = False,
+) -> list[Series]:
+    """All tools wait at once; the dependency comes up 1-5 s later; exit minus ready time."""
+    series = [Series(t.name) for t in tools]
+    clock = time.time if wall_clock else time.monotonic
+    rng = random.Random(7)
+    for _ in range(trials):
+        exits: dict[str, float] = {}
+        processes = [(t, t.popen()) for t in tools]
+
+        def watch(
+            tool: Tool, process: subprocess.Popen[bytes], exits: dict[str, float] = exits
+        ) -> None:
+            process.wait()
+            exits[tool.name] = clock()
+
+        watchers = [threading.Thread(target=watch, args=p) for p in processes]
+        for w in watchers:
+            w.start()
+        time.sleep(rng.uniform(1, 5))
+        ready = bring_up()
+        for w in watchers:
+            w.join(timeout=30)
+        for (tool, process), s in zip(processes, series, strict=True):
+            if process.returncode != 0 or tool.name not in exits:
+                stop(process)
+                raise RuntimeError(f"{tool.name} did not notice readiness")
+            s.values.append(exits[tool.name] - ready)
+        take_down()
+    return series
+
+
+def count_probes(tools: list[Tool], seconds: float, count: Callable[[], int]) -> dict[str, float]:
+    """Probes per second against a dependency that stays down, each tool alone, after 2 s."""
+    rates = {}
+    for tool in tools:
+        process = tool.popen()
+        time.sleep(2)
+        before = count()
+        time.sleep(seconds)
+        rates[tool.name] = (count() - before) / seconds
+        stop(process)
+    return rates
+
+
+def queries_logged(server: DnsServer) -> int:
+    log = server.root / "queries.log"
+    return log.read_text().count("query[") if log.exists() else 0
+
+
+def rejected_logged(cluster: Cluster) -> int:
+    return len(re.findall(r"not accepting connections", cluster.log.read_text()))
+
+
+# --- fan-out ---------------------------------------------------------------------------------
+
+
+def run_measured(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one process, through GNU time: a child of this
+    (large) process would inherit its high-water mark."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        started = time.perf_counter()
+        result = subprocess.run(
+            ["/usr/bin/time", "-o", report.name, "-f", "%M", *argv], capture_output=True
+        )
+        elapsed = time.perf_counter() - started
+        if result.returncode != 0:
+            raise RuntimeError(f"failed: {argv[:4]}...: {result.stderr[-300:]!r}")
+        return elapsed, int(report.read().split()[-1])
