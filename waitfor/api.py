@@ -10,7 +10,7 @@ from waitfor.backoff import Backoff
 from waitfor.durations import parse_duration
 from waitfor.errors import UsageError, WaitTimeout
 from waitfor.report import Reporter
-from waitfor.runner import EventHandler, TargetResult, run
+from waitfor.runner import Event, EventHandler, TargetResult, run
 from waitfor.targets import Target, parse_target
 
 DEFAULT_TIMEOUT = 60.0
@@ -37,10 +37,10 @@ async def wait_for_async(
     deadline = None if timeout is None else _seconds(timeout, "timeout")
     per_attempt = _seconds(attempt_timeout, "attempt_timeout")
 
-    def handle(event: object) -> None:
+    def handle(event: Event) -> None:
         for handler in (reporter, on_event):
             if handler is not None:
-                handler(event)  # type: ignore[arg-type]
+                handler(event)
 
     if reporter is not None:
         reporter.begin(parsed, deadline)
