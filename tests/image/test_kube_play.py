@@ -7,6 +7,7 @@ logs kept (podman's annotation), and dependency addresses pointing at the test's
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,40 +20,60 @@ import yaml
 from tests.dnsserver import DnsServer
 from tests.image.conftest import podman, podman_popen
 from tests.pg import Cluster
+from tests.servers import Script, free_port, http_server, tcp_listener
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASE = "localhost/waitfor-base:bookworm"
 
 
-def adapt(example: str, image: str, replace: dict[str, str], tmp_path: Path) -> tuple[Path, str]:
+def adapt(
+    example: str,
+    image: str,
+    replace: dict[str, str],
+    tmp_path: Path,
+    secrets: dict[str, str] | None = None,
+) -> tuple[Path, str]:
+    """The example as this machine can play it; returns the manifest and the pod's name.
+
+    ``secrets``: values for env vars that Kubernetes would take from a Secret.
+    """
     document: dict[str, Any] = yaml.safe_load((EXAMPLES / example).read_text())
     text = yaml.safe_dump(document)
     for old, new in replace.items():
         assert old in text, f"{old!r} is not in {example}"
         text = text.replace(old, new)
-    pod: dict[str, Any] = yaml.safe_load(text)
-    pod["metadata"].setdefault("annotations", {})["io.podman.annotations.init.container.type"] = (
+    kube: dict[str, Any] = yaml.safe_load(text)
+    if kube["kind"] == "Deployment":  # played as one Pod made from its template
+        kube = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": kube["metadata"]["name"], **kube["spec"]["template"]["metadata"]},
+            "spec": kube["spec"]["template"]["spec"],
+        }
+    kube["metadata"].setdefault("annotations", {})["io.podman.annotations.init.container.type"] = (
         "always"
     )
-    spec = pod["spec"]
+    spec = kube["spec"]
     spec["hostNetwork"] = True
     spec["restartPolicy"] = "Never"
     for container in spec["initContainers"]:
         container["image"] = image
         for variable in container.get("env", []):
+            source = variable.get("valueFrom", {})
             # podman 4.3 lacks this downward-API field; Kubernetes injects the namespace.
-            if variable.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == (
-                "metadata.namespace"
-            ):
+            if source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
                 variable.pop("valueFrom")
                 variable["value"] = "default"
+            elif "secretKeyRef" in source:
+                variable.pop("valueFrom")
+                variable["value"] = (secrets or {})[variable["name"]]
     for container in spec["containers"]:
         container["image"] = BASE
         container["command"] = ["python3", "-c", "print('the app started')"]
         container.pop("args", None)
     path = tmp_path / example
-    path.write_text(yaml.safe_dump(pod))
-    return path, pod["metadata"]["name"]
+    path.write_text(yaml.safe_dump(kube))
+    return path, kube["metadata"]["name"]
 
 
 def status(name: str) -> str:
@@ -135,3 +156,69 @@ def test_dns_init_container_shows_why_it_is_stuck(
     dns_server.add_host("mydb.default.svc.cluster.local", "10.96.0.11")
     assert player.wait(timeout=60) == 0
     wait_until(lambda: "Exited (0)" in status(f"{pod}-myapp-container"), 30)
+
+
+def test_several_dependencies_at_once(
+    image: str,
+    pg_cluster: Callable[[], Cluster],
+    dns_server: DnsServer,
+    play: Callable[[Path], subprocess.Popen[str]],
+    tmp_path: Path,
+) -> None:
+    cluster = pg_cluster()
+    dns_server.add_host("kafka-headless.default.svc.cluster.local", "10.1.0.1")
+    dns_server.start()
+    with http_server(Script(status=503)) as (url, script):
+        manifest, pod = adapt(
+            "03-several-dependencies.yaml",
+            image,
+            {
+                "orders-db:5432": f"127.0.0.1:{cluster.port}",
+                "http://inventory:8080": url,
+                "dns:kafka-headless.": f"dns://{dns_server.address}/kafka-headless.",
+            },
+            tmp_path,
+        )
+        player = play(manifest)
+        init = f"{pod}-wait-for-dependencies"
+        wait_until(lambda: "only 1 of 2" in podman("logs", init, check=False).stderr, 60)
+        logs = podman("logs", init).stderr
+        assert "could not connect: connection refused" in logs
+        assert "HTTP 503 (expecting 200)" in logs
+        assert status(f"{pod}-orders").startswith("Created")
+        cluster.start()
+        script.status = 200
+        dns_server.add_host("kafka-headless.default.svc.cluster.local", "10.1.0.2")
+        assert player.wait(timeout=60) == 0
+    wait_until(lambda: "Exited (0)" in status(f"{pod}-orders"), 30)
+
+
+def test_deployment_configured_by_environment(
+    image: str,
+    pg_cluster: Callable[[], Cluster],
+    play: Callable[[Path], subprocess.Popen[str]],
+    tmp_path: Path,
+) -> None:
+    cluster = pg_cluster()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    redis_port = free_port()
+    manifest, pod = adapt(
+        "04-deployment-env-config.yaml",
+        image,
+        {"billing-db:5432": f"127.0.0.1:{cluster.port}", "redis:6379": f"127.0.0.1:{redis_port}"},
+        tmp_path,
+        secrets={"PGPASSWORD": "billing-s3cret"},
+    )
+    with tcp_listener(redis_port):
+        player = play(manifest)
+        init = f"{pod}-wait-for-dependencies"
+        wait_until(lambda: "authentication failed" in podman("logs", init, check=False).stderr, 60)
+        cluster.psql("CREATE ROLE billing LOGIN PASSWORD 'billing-s3cret'")
+        cluster.psql("CREATE DATABASE billing OWNER billing")
+        assert player.wait(timeout=60) == 0
+    logs = podman("logs", init).stderr
+    events = [json.loads(line) for line in logs.splitlines()]  # WAITFOR_OUTPUT=json
+    assert {e["event"] for e in events} >= {"begin", "not_ready", "ready", "summary"}
+    assert "billing-s3cret" not in logs
+    wait_until(lambda: "Exited (0)" in status(f"{pod}-billing"), 30)
