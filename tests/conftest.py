@@ -4,29 +4,19 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.dnsserver import DnsServer
+from tests.pg import Cluster, make_template
 from waitfor.backoff import Backoff
-
-if TYPE_CHECKING:
-    from tests.dnsserver import DnsServer
-    from tests.pg import Cluster
 
 #: quick retries for tests whose point is not the waiting itself
 FAST = Backoff(initial=0.01, maximum=0.05)
 
 
-@pytest.fixture
-def fast() -> Backoff:
-    return FAST
-
-
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[Path]:
-    from tests.pg import make_template
-
     template = make_template()
     yield template
     shutil.rmtree(template.parent, ignore_errors=True)
@@ -35,8 +25,6 @@ def pg_template() -> Iterator[Path]:
 @pytest.fixture
 def pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
     """A factory of stopped clusters; every one made is stopped and removed afterwards."""
-    from tests.pg import Cluster
-
     made: list[Cluster] = []
 
     def make() -> Cluster:
@@ -53,8 +41,6 @@ def pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
 @pytest.fixture
 def dns_server(tmp_path: Path) -> Iterator[DnsServer]:
     """A stopped dnsmasq; the test adds records and starts it (possibly later)."""
-    from tests.dnsserver import DnsServer
-
     if shutil.which("dnsmasq") is None:
         pytest.skip("dnsmasq is not installed (the test command installs dnsmasq-base)")
     server = DnsServer(tmp_path)

@@ -19,7 +19,7 @@ def test_waits_for_a_listener_that_opens_later() -> None:
         noticed = time.monotonic()
     assert results[0].ready
     assert results[0].attempts > 1
-    assert noticed - opened[0] < 1.0  # the default backoff notices within about 0.6 s
+    assert noticed - opened[0] < 2.0  # ~0.6 s at most by the backoff; bench/ measures it
 
 
 def test_closed_port_times_out_with_the_reason() -> None:
