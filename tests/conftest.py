@@ -1,15 +1,22 @@
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.dnsserver import DnsServer
 from tests.pg import Cluster, make_template
 from waitfor.backoff import Backoff
+
+# CI explores the same examples every run (a red CI must be reproducible); local runs roam.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 #: quick retries for tests whose point is not the waiting itself
 FAST = Backoff(initial=0.01, maximum=0.05)

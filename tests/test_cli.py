@@ -142,6 +142,7 @@ def test_timeout_zero_waits_forever(passed: Passed, monkeypatch: pytest.MonkeyPa
         (["-t", "-1", "tcp://a:1"], {}, "'-1' is not a duration"),
         (["-t", "nan", "tcp://a:1"], {}, "'nan' is not a duration"),
         (["--attempt-timeout", "0", "tcp://a:1"], {}, "--attempt-timeout"),
+        (["--max-interval", "0", "tcp://a:1"], {}, "must be at least 0.01s"),
         (["--bogus", "tcp://a:1"], {}, "--bogus"),
         (["-o", "xml", "tcp://a:1"], {}, "'xml' is not one of"),
         (["--cacert", "/nonexistent", "tcp://a:1"], {}, "does not exist"),

@@ -23,6 +23,7 @@ from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.report import OUTPUTS, make_reporter
 
 COMMAND_KEY = "waitfor.command"
+MIN_INTERVAL = 0.01
 
 EPILOG = """\b
 Targets (options for one target go after '#'):
@@ -145,6 +146,9 @@ def cli(
         raise click.UsageError("no targets given (as arguments or in WAITFOR_TARGETS)")
     if attempt_timeout <= 0:
         raise click.BadParameter("must be more than 0", param_hint="--attempt-timeout")
+    if max_interval < MIN_INTERVAL:
+        # A zero cap would probe in a tight loop: thousands of connections a second.
+        raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", param_hint="--max-interval")
     defaults = {}
     if insecure:
         defaults["insecure"] = "true"
