@@ -243,6 +243,16 @@ def test_text_output_says_what_and_why_without_flooding(closed_port: int) -> Non
     assert len(lines) == 5  # header, one line per target on change, one summary per target
 
 
+@pytest.mark.parametrize("mode", ["text", "quiet"])
+def test_a_permanent_failure_is_said_once(mode: str, tmp_path: Path) -> None:
+    target = f"postgresql://127.0.0.1:1/x?sslmode=verify-full&sslrootcert={tmp_path}/none.crt"
+    result = waitfor("-o", mode, "-t", "5", target)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if "root certificate file" in line]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith("waitfor: error: postgresql://127.0.0.1:1/x")
+
+
 def test_help_documents_every_option() -> None:
     result = waitfor("--help")
     assert result.returncode == 0

@@ -19,7 +19,11 @@ OUTPUTS = ("auto", "text", "tty", "json", "quiet")
 
 
 class Reporter:
-    """The quiet reporter, and the interface of the others: says only why a wait failed."""
+    """The quiet reporter, and the interface of the others: says only why a wait timed out.
+
+    A permanent failure (FAILED) ends the wait with an exception whose message the caller shows,
+    so the human reporters do not repeat it.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -28,7 +32,7 @@ class Reporter:
         pass
 
     def __call__(self, event: Event) -> None:
-        if event.type in (EventType.TIMED_OUT, EventType.FAILED):
+        if event.type is EventType.TIMED_OUT:
             self._line(_final_line(event.target, False, event.elapsed, event.attempt, event.reason))
 
     def finish(self, results: Sequence[TargetResult]) -> None:
@@ -64,8 +68,6 @@ class TextReporter(Reporter):
             self._said[target] = (event.reason, event.elapsed)
         elif event.type is EventType.READY:
             self._line(f"{target} is ready ({event.reason})")
-        elif event.type is EventType.FAILED:
-            self._line(f"{target} cannot be awaited: {event.reason}")
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
