@@ -30,7 +30,8 @@ def test_valid_targets(text: str, host: str, port: int) -> None:
     ("text", "problem"),
     [
         ("", "empty target"),
-        ("db:5432", "unknown scheme 'db'"),
+        ("db:5432", "missing scheme; for a TCP port write tcp://db:5432"),
+        ("db:http", "unknown scheme 'db'"),
         ("localhost", "missing scheme"),
         ("ftp://host:21", "unknown scheme 'ftp'"),
         ("tcp://db", "missing port"),

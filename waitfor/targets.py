@@ -82,6 +82,8 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     if not match and not dsn:
         raise TargetError(shown, f"missing scheme ({_EXAMPLES})")
     scheme = match.group(1).lower() if match else "postgresql"
+    if scheme not in KINDS and re.fullmatch(r"[^/:]+:\d+", text):  # wait-for-it's HOST:PORT
+        raise TargetError(shown, f"missing scheme; for a TCP port write tcp://{text}")
     if scheme not in KINDS:
         known = ", ".join(f"{s}:" for s in KINDS)
         raise TargetError(shown, f"unknown scheme {scheme!r} (known: {known})")
