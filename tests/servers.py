@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import http.server
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:
@@ -77,6 +79,7 @@ class Script:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
+    timeout = 10  # a silent client does not hold a handler thread for ever
 
     def _answer(self) -> None:
         script = self.server.script
@@ -102,19 +105,29 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     script: Script
+    tls: ssl.SSLContext | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        # TLS is set up per connection and its handshake done in the handler's thread: done in
+        # accept(), one client that never finishes a handshake would block the whole server.
+        sock, address = self.socket.accept()
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that give up (timeouts, rejected certificates) are part of the tests
 
 
 @contextmanager
 def http_server(
-    script: Script | None = None, host: str = "127.0.0.1", tls: object = None
+    script: Script | None = None, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None
 ) -> Iterator[tuple[str, Script]]:
-    """Serve ``script`` on a free port; yields (base URL, script). ``tls``: an ssl.SSLContext."""
+    """Serve ``script`` on a free port; yields (base URL, script)."""
     server = _Server((host, 0), _Handler)
     server.script = script or Script()
-    scheme = "http"
-    if tls is not None:
-        server.socket = tls.wrap_socket(server.socket, server_side=True)  # type: ignore[attr-defined]
-        scheme = "https"
+    server.tls = tls
+    scheme = "http" if tls is None else "https"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True
     thread.start()
