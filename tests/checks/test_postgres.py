@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import ssl
@@ -175,7 +176,8 @@ def banner_server(banner: bytes) -> Iterator[int]:
                 conn, _ = server.accept()
             except TimeoutError:
                 continue
-            with conn:
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)  # a client that stays silent cannot hold the server
                 conn.sendall(banner)
                 conn.recv(100)
 
