@@ -16,6 +16,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from waitfor import pgconninfo
 from waitfor.checks import KINDS, check_class
+from waitfor.checks.base import host_port
 from waitfor.errors import TargetError
 from waitfor.redaction import MASK, SENSITIVE_HEADERS, is_secret_name, scrub
 
@@ -150,7 +151,7 @@ def _parse_tcp(scheme: str, address: str) -> _Address:
         raise ValueError("tcp targets are only tcp://HOST:PORT")
     host = _host(parts)
     port = _port(parts, default=None)
-    return _Address(host, port, f"tcp://{_netloc(host, port)}")
+    return _Address(host, port, f"tcp://{host_port(host, port)}")
 
 
 def _parse_http(scheme: str, address: str) -> _Address:
@@ -193,12 +194,8 @@ def _parse_dns(scheme: str, address: str) -> _Address:
     name = unquote(rest)
     if not name or name == ".":
         raise ValueError("missing name")
-    try:
-        ascii_name = name.encode("idna").decode("ascii") if not name.isascii() else name
-    except UnicodeError:
-        raise ValueError(f"invalid name {name!r}") from None
-    if not _HOSTNAME.fullmatch(ascii_name.lower().lstrip("*.")) or len(ascii_name) > 254:
-        raise ValueError(f"invalid name {name!r}")
+    wildcard = "*." if name.startswith("*.") else ""
+    ascii_name = wildcard + _dns_name(name.removeprefix(wildcard), "name")
     rdtype = ""
     for key, value in _query_pairs(query):
         key, value = key.lower(), unquote(value).upper()
@@ -265,13 +262,18 @@ def _host(parts: SplitResult) -> str:
         except ValueError:
             raise ValueError(f"invalid IPv4 address {host!r}") from None
         return host
+    return _dns_name(unquote(host), "host name")
+
+
+def _dns_name(name: str, what: str) -> str:
+    """A (possibly internationalised) DNS name in ASCII; ValueError naming ``what`` if invalid."""
     try:
-        ascii_host = unquote(host).encode("idna").decode("ascii")
+        ascii_name = name.encode("idna").decode("ascii")
     except UnicodeError:
-        raise ValueError(f"invalid host name {host!r}") from None
-    if not _HOSTNAME.fullmatch(ascii_host) or len(ascii_host.rstrip(".")) > 253:
-        raise ValueError(f"invalid host name {host!r}")
-    return ascii_host
+        raise ValueError(f"invalid {what} {name!r}") from None
+    if not _HOSTNAME.fullmatch(ascii_name.lower()) or len(ascii_name.rstrip(".")) > 253:
+        raise ValueError(f"invalid {what} {name!r}")
+    return ascii_name
 
 
 def _port(parts: SplitResult, default: int | None) -> int:
@@ -285,11 +287,6 @@ def _port(parts: SplitResult, default: int | None) -> int:
     if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"invalid port {port_text!r} (1-65535)")
     return int(port_text)
-
-
-def _netloc(host: str, port: int | None) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return shown if port is None else f"{shown}:{port}"
 
 
 def _query_pairs(query: str) -> list[tuple[str, str]]:

@@ -94,6 +94,11 @@ def flag(pairs: OptionPairs, key: str) -> bool:
     raise ValueError(f"option {key!r} takes true or false, not {value!r}")
 
 
+def host_port(host: str, port: int) -> str:
+    """``10.0.0.1:5432``, ``[::1]:5432``: an address as people write it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def describe_os_error(exc: OSError) -> str:
     """ "connection refused" rather than "[Errno 111] Connect call failed ('10.0.0.1', 5432)"."""
     if exc.errno is not None and exc.errno in errno.errorcode:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from waitfor.checks.base import describe_os_error
+from waitfor.checks.base import describe_os_error, host_port
 from waitfor.pgconninfo import endpoints
 
 SSL_REQUEST = struct.pack("!ii", 8, 80877103)
@@ -46,6 +46,7 @@ class Ping(Enum):
 class PingResult:
     status: Ping
     reason: str
+    tls_failed: bool = False  # the TLS handshake failed: sslmode=prefer retries in plaintext
 
 
 class ConfigurationError(Exception):
@@ -85,7 +86,7 @@ async def ping(params: dict[str, str], budget: float, tls: ssl.SSLContext) -> Pi
             result = PingResult(Ping.NO_RESPONSE, f"timed out after {share:.1f}s")
         if result.status is Ping.OK:
             return result
-        shown = address if server_name is None else _show(address, port)
+        shown = address if server_name is None else host_port(address, port)
         failures.append(PingResult(result.status, f"{shown}: {result.reason}"))
     status = Ping.REJECT if any(f.status is Ping.REJECT for f in failures) else Ping.NO_RESPONSE
     return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
@@ -98,12 +99,9 @@ async def _ping_address(
     if mode in ("disable", "allow"):
         return await _attempt(address, port, server_name, params, None)
     result = await _attempt(address, port, server_name, params, tls)
-    if mode == "prefer" and result.reason.startswith(_TLS_FAILED):
+    if mode == "prefer" and result.tls_failed:
         return await _attempt(address, port, server_name, params, None)  # libpq retries plain
     return result
-
-
-_TLS_FAILED = "TLS handshake failed"
 
 
 async def _attempt(
@@ -128,7 +126,8 @@ async def _attempt(
                 try:
                     await writer.start_tls(tls, server_hostname=_sni(server_name, params))
                 except (ssl.SSLError, ConnectionError) as exc:
-                    return PingResult(Ping.NO_RESPONSE, f"{_TLS_FAILED}: {_tls_reason(exc)}")
+                    reason = f"TLS handshake failed: {_tls_reason(exc)}"
+                    return PingResult(Ping.NO_RESPONSE, reason, tls_failed=True)
             elif answer == b"N":
                 if params["sslmode"] != "prefer":
                     return PingResult(
@@ -248,7 +247,3 @@ def _tls_reason(exc: BaseException) -> str:
 
 def _char(data: bytes) -> str:
     return chr(data[0]) if 32 <= data[0] < 127 else f"byte 0x{data[0]:02x}"
-
-
-def _show(address: str, port: int) -> str:
-    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"

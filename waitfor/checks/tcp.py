@@ -7,7 +7,7 @@ import socket
 import time
 from typing import Any
 
-from waitfor.checks.base import Check, Outcome, describe_os_error
+from waitfor.checks.base import Check, Outcome, describe_os_error, host_port
 
 SockAddr = tuple[Any, ...]  # (host, port) or (host, port, flowinfo, scope_id)
 
@@ -30,9 +30,10 @@ async def connect_any(host: str, port: int, budget: float) -> Outcome:
         # Split what is left evenly, so one silent address cannot starve the others.
         share = (deadline - time.monotonic()) / (len(infos) - index)
         error = await _connect(loop, family, kind, proto, address, max(share, 0.0))
+        shown = host_port(str(address[0]), int(address[1]))
         if error is None:
-            return Outcome.up(f"connected to {_show(address)}")
-        reasons.append(f"{_show(address)} {error}")
+            return Outcome.up(f"connected to {shown}")
+        reasons.append(f"{shown} {error}")
     return Outcome.down("; ".join(reasons))
 
 
@@ -57,8 +58,3 @@ async def _connect(
         return describe_os_error(exc)
     finally:
         sock.close()
-
-
-def _show(address: SockAddr) -> str:
-    host, port = address[0], address[1]
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
