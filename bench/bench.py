@@ -4,6 +4,7 @@ given as a ratio to the peer measured in the same run, with medians and spread."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
@@ -88,9 +89,7 @@ def as_dict(series: list[Series]) -> dict[str, dict[str, float]]:
 
 def measure_cold_start(wf: str, wfi: str, dns: str, runs: int) -> dict[str, Any]:
     port = free_port()
-    with tcp_listener(port) as opened, http_server(Script()) as (url, _):
-        while not opened:  # the listener binds in its own thread
-            time.sleep(0.001)
+    with tcp_listener(port), http_server(Script()) as (url, _):
         tools = [
             Tool("python -c pass", [sys.executable, "-c", "pass"]),
             Tool("waitfor tcp", [wf, "-q", f"tcp://127.0.0.1:{port}"]),
@@ -111,17 +110,10 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
 
     # TCP: a listener opens.
     port = free_port()
-    state: dict[str, Any] = {}
+    up = contextlib.ExitStack()  # what a trial brought up, taken down after it
 
     def tcp_up() -> float:
-        state["listener"] = tcp_listener(port)
-        opened = state["listener"].__enter__()
-        while not opened:  # the listener binds in its own thread
-            time.sleep(0.001)
-        return float(opened[0])
-
-    def tcp_down() -> None:
-        state.pop("listener").__exit__(None, None, None)
+        return up.enter_context(tcp_listener(port))[0]
 
     results["tcp"] = as_dict(
         detection(
@@ -144,7 +136,7 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
             ],
             trials,
             tcp_up,
-            tcp_down,
+            up.close,
         )
     )
 
@@ -178,19 +170,11 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
         )
 
     # PostgreSQL: a cluster starts; readiness is when the server logs it.
-    clusters: list[Any] = []
-
     def pg_up() -> float:
-        context = postgres.cluster()
-        cluster = context.__enter__()
-        clusters.append((context, cluster))
+        cluster = up.enter_context(postgres.cluster())
         cluster.configure(port=pg_port)
         cluster.start()
         return Postgres.ready_at(cluster)
-
-    def pg_down() -> None:
-        context, _ = clusters.pop()
-        context.__exit__(None, None, None)
 
     pg_port = free_port()
     results["postgresql"] = as_dict(
@@ -205,7 +189,7 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
             ],
             trials,
             pg_up,
-            pg_down,
+            up.close,
             wall_clock=True,
         )
     )
@@ -213,20 +197,6 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
     # DNS: a record appears (dnsmasq reloads on SIGHUP).
     with dns_server() as dns:
         name = "late.test"
-
-        def dns_up() -> float:
-            dns.hosts.append(("10.0.0.9", name))
-            dns.hosts_file.write_text("".join(f"{a} {n}\n" for a, n in dns.hosts))
-            assert dns.process is not None
-            dns.process.send_signal(1)  # SIGHUP
-            return time.monotonic()
-
-        def dns_down() -> None:
-            dns.hosts.remove(("10.0.0.9", name))
-            dns.hosts_file.write_text("".join(f"{a} {n}\n" for a, n in dns.hosts))
-            assert dns.process is not None
-            dns.process.send_signal(1)
-            time.sleep(0.3)
 
         results["dns"] = as_dict(
             detection(
@@ -242,8 +212,8 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
                     ),
                 ],
                 trials,
-                dns_up,
-                dns_down,
+                lambda: dns.add_host(name, "10.0.0.9"),  # when dnsmasq is told to reload
+                lambda: dns.remove_host(name, "10.0.0.9"),
             )
         )
     return results
@@ -304,11 +274,9 @@ def measure_fan_out(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, Any]:
     sizes = [1, 10] if quick else [1, 10, 100, 200]
     results: dict[str, Any] = {}
     ports = free_ports(max(sizes))
-    listeners = [tcp_listener(port) for port in ports]
-    opened = [context.__enter__() for context in listeners]
-    while not all(opened):  # each binds in its own thread
-        time.sleep(0.01)
-    try:
+    with contextlib.ExitStack() as listeners:
+        for port in ports:
+            listeners.enter_context(tcp_listener(port))
         for n in sizes:
             tcp = [f"tcp://127.0.0.1:{p}" for p in ports[:n]]
             services = [arg for p in ports[:n] for arg in ("-s", f"127.0.0.1:{p}")]
@@ -326,9 +294,6 @@ def measure_fan_out(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, Any]:
             results["mixed 20 (10 tcp, 5 http, 3 dns, 2 postgresql)"] = {
                 "waitfor": run_measured([wf, "-q", *mixed])
             }
-    finally:
-        for context in listeners:
-            context.__exit__(None, None, None)
     return results
 
 

@@ -123,7 +123,7 @@ def detection(
     tools: list[Tool],
     trials: int,
     bring_up: Callable[[], float],
-    take_down: Callable[[], None],
+    take_down: Callable[[], object],
     wall_clock: bool = False,
 ) -> list[Series]:
     """All tools wait at once; the dependency comes up 1-5 s later; exit minus ready time."""

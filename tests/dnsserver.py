@@ -31,13 +31,22 @@ class DnsServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     # records ------------------------------------------------------------------------------
-    def add_host(self, name: str, address: str) -> None:
-        """An A/AAAA record; takes effect at once (SIGHUP)."""
+    def add_host(self, name: str, address: str) -> float:
+        """An A/AAAA record; takes effect at once (SIGHUP). Returns when it was signalled."""
         self.hosts.append((address, name))
+        return self._reload_hosts()
+
+    def remove_host(self, name: str, address: str) -> float:
+        self.hosts.remove((address, name))
+        return self._reload_hosts()
+
+    def _reload_hosts(self) -> float:
         self.hosts_file.write_text("".join(f"{a} {n}\n" for a, n in self.hosts))
+        signalled = time.monotonic()
         if self.process is not None:
             self.process.send_signal(signal.SIGHUP)
             time.sleep(0.2)  # dnsmasq re-reads the file on its next loop
+        return signalled
 
     def add_config(self, *lines: str) -> None:
         """srv-host=..., cname=..., txt-record=...; restarts the server if running."""

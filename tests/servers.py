@@ -31,10 +31,13 @@ def free_ports(count: int, family: int = socket.AF_INET, host: str = "127.0.0.1"
 
 @contextmanager
 def tcp_listener(port: int, host: str = "127.0.0.1", delay: float = 0.0) -> Iterator[list[float]]:
-    """Listen on host:port after ``delay`` seconds; yields a list receiving the listen time."""
+    """Listen on host:port after ``delay`` seconds; yields a list receiving the listen time.
+
+    Without a delay it yields only once the socket listens.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     opened: list[float] = []
-    stop = threading.Event()
+    stop, listening = threading.Event(), threading.Event()
 
     def serve() -> None:
         if stop.wait(delay):
@@ -45,6 +48,7 @@ def tcp_listener(port: int, host: str = "127.0.0.1", delay: float = 0.0) -> Iter
             sock.listen(64)
             sock.settimeout(0.05)
             opened.append(time.monotonic())
+            listening.set()
             while not stop.is_set():
                 try:
                     conn, _ = sock.accept()
@@ -54,6 +58,8 @@ def tcp_listener(port: int, host: str = "127.0.0.1", delay: float = 0.0) -> Iter
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
+    if not delay:
+        listening.wait(10)
     try:
         yield opened
     finally:

@@ -100,6 +100,17 @@ def wait_until(condition: Callable[[], bool], seconds: float) -> None:
         time.sleep(0.2)
 
 
+def logs_once_they_say(container: str, text: str) -> str:
+    """The container's log, once it contains ``text`` (within a minute)."""
+    wait_until(lambda: text in podman("logs", container, check=False).stderr, 60)
+    return podman("logs", container).stderr
+
+
+def app_ran(container: str) -> None:
+    """The app container started (after its init containers) and exited 0 (within 30 s)."""
+    wait_until(lambda: "Exited (0)" in status(container), 30)
+
+
 def test_postgres_init_container(
     image: str,
     pg_cluster: Callable[[], Cluster],
@@ -122,7 +133,7 @@ def test_postgres_init_container(
     assert "connection refused" in logs
     cluster.start()
     assert player.wait(timeout=60) == 0
-    wait_until(lambda: "Exited (0)" in status(f"{pod}-app"), 30)
+    app_ran(f"{pod}-app")
     assert podman("logs", f"{pod}-app").stdout == "the app started\n"
     assert "is ready (accepting connections)" in podman("logs", f"{pod}-wait-for-postgres").stderr
 
@@ -144,8 +155,7 @@ def test_dns_init_container_shows_why_it_is_stuck(
     )
     player = play(manifest)
     init = f"{pod}-wait-for-services"
-    wait_until(lambda: "NXDOMAIN" in podman("logs", init, check=False).stderr, 60)
-    logs = podman("logs", init).stderr
+    logs = logs_once_they_say(init, "NXDOMAIN")
     # {namespace} came from POD_NAMESPACE (the downward API's metadata.namespace)
     for service in ("myservice", "mydb"):
         assert f"{ns}{service}.default.svc.cluster.local not ready: NXDOMAIN" in logs
@@ -155,7 +165,7 @@ def test_dns_init_container_shows_why_it_is_stuck(
     assert player.poll() is None  # still one to go
     dns_server.add_host("mydb.default.svc.cluster.local", "10.96.0.11")
     assert player.wait(timeout=60) == 0
-    wait_until(lambda: "Exited (0)" in status(f"{pod}-myapp-container"), 30)
+    app_ran(f"{pod}-myapp-container")
 
 
 def test_several_dependencies_at_once(
@@ -181,8 +191,7 @@ def test_several_dependencies_at_once(
         )
         player = play(manifest)
         init = f"{pod}-wait-for-dependencies"
-        wait_until(lambda: "only 1 of 2" in podman("logs", init, check=False).stderr, 60)
-        logs = podman("logs", init).stderr
+        logs = logs_once_they_say(init, "only 1 of 2")
         assert "could not connect: connection refused" in logs
         assert "HTTP 503 (expecting 200)" in logs
         assert status(f"{pod}-orders").startswith("Created")
@@ -190,7 +199,7 @@ def test_several_dependencies_at_once(
         script.status = 200
         dns_server.add_host("kafka-headless.default.svc.cluster.local", "10.1.0.2")
         assert player.wait(timeout=60) == 0
-    wait_until(lambda: "Exited (0)" in status(f"{pod}-orders"), 30)
+    app_ran(f"{pod}-orders")
 
 
 def test_deployment_configured_by_environment(
@@ -213,7 +222,7 @@ def test_deployment_configured_by_environment(
     with tcp_listener(redis_port):
         player = play(manifest)
         init = f"{pod}-wait-for-dependencies"
-        wait_until(lambda: "authentication failed" in podman("logs", init, check=False).stderr, 60)
+        logs_once_they_say(init, "authentication failed")
         cluster.psql("CREATE ROLE billing LOGIN PASSWORD 'billing-s3cret'")
         cluster.psql("CREATE DATABASE billing OWNER billing")
         assert player.wait(timeout=60) == 0
@@ -221,4 +230,4 @@ def test_deployment_configured_by_environment(
     events = [json.loads(line) for line in logs.splitlines()]  # WAITFOR_OUTPUT=json
     assert {e["event"] for e in events} >= {"begin", "not_ready", "ready", "summary"}
     assert "billing-s3cret" not in logs
-    wait_until(lambda: "Exited (0)" in status(f"{pod}-billing"), 30)
+    app_ran(f"{pod}-billing")
