@@ -102,7 +102,7 @@ class WaitforCommand(click.Command):
     type=Duration(),
     default="0.6s",
     show_default=True,
-    help="Cap of the jittered exponential backoff between attempts (from 50ms).",
+    help="Cap of the jittered exponential backoff between attempts (from 50ms; at least 10ms).",
 )
 @click.option("--invert", is_flag=True, help="Wait until the targets are down instead.")
 @click.option(
