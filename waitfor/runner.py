@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from waitfor.backoff import Backoff
-from waitfor.checks import check_class
+from waitfor.checks import activity, check_class
 from waitfor.checks.base import Check, Outcome
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.targets import Target
@@ -60,6 +60,7 @@ class _State:
     ready_at: float | None = None
     reason: str = "no attempt finished yet"
     attempt_began: float | None = None  # set while an attempt is in flight
+    activity: activity.Activity | None = None  # what the attempt in flight waits on
 
 
 async def run(
@@ -93,11 +94,13 @@ async def run(
             emit(Event(EventType.ATTEMPT, target, state.attempts, elapsed()))
             budget = min(attempt_timeout, remaining())
             state.attempt_began = loop.time()
+            state.activity = activity.track()
             try:
                 async with asyncio.timeout(budget):
                     outcome = await check.probe(budget)
             except TimeoutError:
-                outcome = Outcome.down(f"timed out after {budget:.1f}s")
+                named = state.activity.reason()
+                outcome = Outcome.down(named or f"timed out after {budget:.1f}s")
             if outcome.ready == invert and not outcome.permanent and remaining() <= 0:
                 # Cut short by the deadline, not a finding: keep the last reason and let the
                 # deadline's cancellation, already due, end the wait.
@@ -145,11 +148,12 @@ async def run(
 def _in_flight_reason(state: _State, now: float) -> str:
     """The last reason, or that the attempt cut off by the deadline was itself hanging."""
     waited = now - (state.attempt_began or now)
+    named = state.activity.reason() if state.activity is not None else None
     if state.attempts <= 1:
-        return f"timed out after {waited:.1f}s"
+        return named or f"timed out after {waited:.1f}s"
     if waited < SLOW_ATTEMPT:  # cut off early: what the previous attempt saw is the news
         return state.reason
-    return f"timed out after {waited:.1f}s (previous attempt: {state.reason})"
+    return f"{named or f'timed out after {waited:.1f}s'} (previous attempt: {state.reason})"
 
 
 def _results(states: Sequence[_State], now: float) -> list[TargetResult]:

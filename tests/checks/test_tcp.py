@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -40,16 +41,16 @@ def test_ipv6_loopback() -> None:
 def test_every_resolved_address_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
     """A name resolving to ::1 then 127.0.0.1, with only the IPv4 one listening."""
     port = free_port()
-    real = asyncio.BaseEventLoop.getaddrinfo
+    real = socket.getaddrinfo
 
-    async def both(self: asyncio.BaseEventLoop, host: str, *args: object, **kw: object) -> object:
+    def both(host: str, *args: Any, **kw: Any) -> Any:
         if host != "dual.test":
-            return await real(self, host, *args, **kw)  # type: ignore[arg-type]
-        v6 = await real(self, "::1", port, type=socket.SOCK_STREAM)
-        v4 = await real(self, "127.0.0.1", port, type=socket.SOCK_STREAM)
-        return v6 + v4
+            return real(host, *args, **kw)
+        return real("::1", port, type=socket.SOCK_STREAM) + real(
+            "127.0.0.1", port, type=socket.SOCK_STREAM
+        )
 
-    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", both)
+    monkeypatch.setattr(socket, "getaddrinfo", both)
     down = asyncio.run(connect_any("dual.test", port, 2.0))
     assert down.reason == f"[::1]:{port} connection refused; 127.0.0.1:{port} connection refused"
     with tcp_listener(port):

@@ -1,0 +1,62 @@
+"""What an attempt is waiting on right now, so an attempt cut off there can say so.
+
+The runner starts a fresh :class:`Activity` for every attempt (:func:`track`); a probe, or a
+helper it calls, names a wait with ``with waiting_on(describe): ...``. When the attempt's timeout
+or the deadline cuts the wait off, the runner reports ``describe(seconds waited)`` ("resolving db:
+no answer from 10.96.0.10 after 1.0s") instead of a bare "timed out after 1.0s".
+
+The activity lives in a context variable holding a mutable object, so tasks a probe starts
+(``asyncio.gather``) write to the same attempt's activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+Describe = Callable[[float], str]  # seconds waited -> reason
+
+
+@dataclass
+class Activity:
+    describe: Describe | None = None
+    since: float = 0.0  # time.monotonic() when the current wait began
+
+    def reason(self, now: float | None = None) -> str | None:
+        """Why the attempt is not finished, if a probe said what it waits on."""
+        if self.describe is None:
+            return None
+        return self.describe((time.monotonic() if now is None else now) - self.since)
+
+
+_current: ContextVar[Activity | None] = ContextVar("waitfor_activity", default=None)
+
+
+def track() -> Activity:
+    """Start a new activity for the attempt about to run in this task."""
+    activity = Activity()
+    _current.set(activity)
+    return activity
+
+
+@contextmanager
+def waiting_on(describe: Describe) -> Iterator[None]:
+    """Name the wait inside the block; a cancelled block leaves its name for the runner."""
+    activity = _current.get()
+    if activity is None:  # called outside the runner (library use): nobody to tell
+        yield
+        return
+    previous = activity.describe, activity.since
+    activity.describe, activity.since = describe, time.monotonic()
+    try:
+        yield
+    except asyncio.CancelledError:
+        raise  # cut off here: this is the news
+    except BaseException:
+        activity.describe, activity.since = previous
+        raise
+    activity.describe, activity.since = previous
