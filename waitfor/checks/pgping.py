@@ -18,8 +18,8 @@ address a name resolves to is tried in order, sharing the attempt's time.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
-import socket
 import ssl
 import struct
 import time
@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from waitfor.checks.base import describe_os_error, host_port
+from waitfor.checks import net
+from waitfor.checks.base import describe_os_error
 from waitfor.pgconninfo import endpoints
 
 SSL_REQUEST = struct.pack("!ii", 8, 80877103)
@@ -60,21 +61,25 @@ async def ping(params: dict[str, str], budget: float, tls: ssl.SSLContext) -> Pi
     """
     deadline = time.monotonic() + budget
     connect_timeout = _connect_timeout(params)
-    addresses: list[tuple[str, int, str | None]] = []  # (address, port, TLS server name)
+    # (socket path or resolved address, port, TLS server name: None for a Unix socket)
+    addresses: list[tuple[str | net.Address, int, str | None]] = []
     failures: list[PingResult] = []
     for host, port in endpoints(params):
         if host.startswith("/"):
             addresses.append((os.path.join(host, f".s.PGSQL.{port}"), port, None))
             continue
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                params.get("hostaddr") or host, port, type=socket.SOCK_STREAM
-            )
-        except socket.gaierror as exc:
-            reason = f'could not translate host name "{host}" to address: {exc.strerror}'
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+                found = await net.resolve(params.get("hostaddr") or host, port)
+        except TimeoutError:
+            reason = f"resolving {host}: {net.no_answer(budget)}"
             failures.append(PingResult(Ping.NO_RESPONSE, reason))
             continue
-        addresses += [(str(info[4][0]), port, host) for info in infos]
+        except net.ResolveError as exc:
+            reason = f'could not translate host name "{host}" to address: {exc.detail}'
+            failures.append(PingResult(Ping.NO_RESPONSE, reason))
+            continue
+        addresses += [(address, port, host) for address in found]
     for index, (address, port, server_name) in enumerate(addresses):
         share = (deadline - time.monotonic()) / (len(addresses) - index)
         if connect_timeout:
@@ -86,14 +91,18 @@ async def ping(params: dict[str, str], budget: float, tls: ssl.SSLContext) -> Pi
             result = PingResult(Ping.NO_RESPONSE, f"timed out after {share:.1f}s")
         if result.status is Ping.OK:
             return result
-        shown = address if server_name is None else host_port(address, port)
+        shown = str(address)
         failures.append(PingResult(result.status, f"{shown}: {result.reason}"))
     status = Ping.REJECT if any(f.status is Ping.REJECT for f in failures) else Ping.NO_RESPONSE
     return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
 
 
 async def _ping_address(
-    address: str, port: int, server_name: str | None, params: dict[str, str], tls: ssl.SSLContext
+    address: str | net.Address,
+    port: int,
+    server_name: str | None,
+    params: dict[str, str],
+    tls: ssl.SSLContext,
 ) -> PingResult:
     mode = params["sslmode"]
     if mode in ("disable", "allow"):
@@ -105,17 +114,20 @@ async def _ping_address(
 
 
 async def _attempt(
-    address: str,
+    address: str | net.Address,
     port: int,
     server_name: str | None,
     params: dict[str, str],
     tls: ssl.SSLContext | None,
 ) -> PingResult:
     try:
-        if server_name is None:
+        if isinstance(address, str):
             reader, writer = await asyncio.open_unix_connection(address)
         else:
-            reader, writer = await asyncio.open_connection(address, port)
+            sock = await net.connect_address(address, math.inf)
+            reader, writer = await asyncio.open_connection(sock=sock)
+    except net.ConnectError as exc:
+        return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc.detail}")
     except OSError as exc:
         return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
     try:
