@@ -85,11 +85,17 @@ class HttpCheck(Check):
         verify: ssl.SSLContext | bool = (
             False if options.insecure else ssl.create_default_context(cafile=options.cacert)
         )
+        from waitfor.checks.httpnet import NetBackend
+
+        limits = httpx.Limits(max_keepalive_connections=0)
+        transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
+        # Resolve and connect through the shared helper (bounded, cancellable lookups); httpx
+        # has no public way to choose httpcore's network backend, hence the private attribute.
+        transport._pool._network_backend = NetBackend()
         return httpx.AsyncClient(
-            verify=verify,
+            transport=transport,
             follow_redirects=False,
             trust_env=False,
-            limits=httpx.Limits(max_keepalive_connections=0),
             headers={"User-Agent": "waitfor", **dict(options.headers)},
         )
 
