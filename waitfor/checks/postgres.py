@@ -13,13 +13,16 @@ but that was never given cannot appear by retrying, so that one is a configurati
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from waitfor.checks import net
 from waitfor.checks.base import Check, OptionPairs, Outcome, flag, reject_unknown, single
 from waitfor.checks.pgping import ConfigurationError, Ping, ping, tls_context
+from waitfor.pgconninfo import endpoints
 
 if TYPE_CHECKING:
     import psycopg
@@ -79,6 +82,13 @@ class PostgresCheck(Check):
         params.setdefault("application_name", "waitfor")
         params["connect_timeout"] = str(max(int(budget + 0.999), 2))
         try:
+            async with asyncio.timeout(budget):
+                params = await _with_addresses(params)
+        except TimeoutError:
+            return Outcome.down(f"resolving {params['host']}: {net.no_answer(budget)}")
+        except net.ResolveError as exc:
+            return Outcome.down(exc.detail)
+        try:
             connection = await psycopg.AsyncConnection.connect(
                 make_conninfo(**params), autocommit=True
             )
@@ -92,6 +102,42 @@ class PostgresCheck(Check):
                 return Outcome.up("SELECT 1 succeeded")
         except psycopg.Error as exc:
             return Outcome.down(f"query failed: {_first_line(exc)}")
+
+
+async def _with_addresses(params: dict[str, str]) -> dict[str, str]:
+    """Resolve host names here (bounded, cancellable) and hand libpq addresses as ``hostaddr``.
+
+    psycopg would resolve them in the event loop's default executor, which nothing can cancel.
+    ``host`` stays the name, so TLS verification and SNI still use it; every address of every
+    host becomes one attempt, in libpq's order. A host that does not resolve is skipped, as libpq
+    skips it; when none resolves, the ResolveError says why in libpq's words.
+    """
+    if params.get("hostaddr"):
+        return params  # the user gave addresses: nothing to resolve
+    attempts: list[tuple[str, str, str]] = []  # (host, hostaddr, port)
+    failures = []
+    for host, port in endpoints(params):
+        if not host or host.startswith("/"):  # a Unix socket directory
+            attempts.append((host, "", str(port)))
+            continue
+        try:
+            found = await net.resolve(host, port)
+        except net.ResolveError as exc:
+            failures.append(f'could not translate host name "{host}" to address: {exc.detail}')
+            continue
+        for address in found:
+            attempts.append((host, address.host, str(port)))
+    if not attempts:
+        raise net.ResolveError(params["host"], "; ".join(failures))
+    hosts, addresses, ports = zip(*attempts, strict=True)
+    if not any(addresses):
+        return params  # only socket directories
+    return {
+        **params,
+        "host": ",".join(hosts),
+        "hostaddr": ",".join(addresses),
+        "port": ",".join(ports),
+    }
 
 
 async def _primary_state(connection: psycopg.AsyncConnection[tuple[object, ...]]) -> Outcome:
