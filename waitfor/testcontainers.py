@@ -56,7 +56,13 @@ class WaitforStrategy(WaitStrategy):
         def fill(match: re.Match[str]) -> str:
             if match.group(1) is None:
                 return f"[{host}]" if ":" in host else host
-            return str(container.get_exposed_port(int(match.group(1))))
+            try:
+                return str(container.get_exposed_port(int(match.group(1))))
+            except Exception:
+                # A container that exits before it is ever seen running has no ports, and
+                # testcontainers says "did not become running": say why instead.
+                _fail_if_exited(container)
+                raise
 
         return [_PLACEHOLDER.sub(fill, target) for target in self.targets]
 

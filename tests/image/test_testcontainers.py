@@ -8,11 +8,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.image.conftest import ENV, ROOT
+from tests.image.conftest import ENV, ROOT, podman
 
 testcontainers = pytest.importorskip(
     "testcontainers", reason="pip install 'waitfor[testcontainers]'"
@@ -84,11 +85,21 @@ def python_server(script: str) -> DockerContainer:
     return DockerContainer(BASE).with_command(["python3", "-c", script])
 
 
-def started(container: DockerContainer, what: str) -> DockerContainer:
+@contextmanager
+def started(container: DockerContainer, what: str) -> Iterator[DockerContainer]:
+    """Start once and remove the container afterwards, by ID, pass or fail.
+
+    (``with container.start()`` would start it a second time through ``__enter__``.)
+    """
     began = time.monotonic()
-    container.start()
-    TIMINGS.append(f"{what}: ready {time.monotonic() - began:.2f}s after container start")
-    return container
+    try:
+        container.start()
+        TIMINGS.append(f"{what}: ready {time.monotonic() - began:.2f}s after container start")
+        yield container
+    finally:
+        wrapped = container.get_wrapped_container()
+        if wrapped is not None:
+            podman("rm", "--force", "--volumes", wrapped.id, check=False)
 
 
 LATE_TCP = (
@@ -174,20 +185,42 @@ def test_timeout_carries_the_reason(docker_api: str) -> None:
         .waiting_for(WaitforStrategy("tcp://{host}:{port:7000}").with_startup_timeout(2))
     )
     began = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"container not ready: timed out after 2s .*tcp://"):
-        container.start()
+    with (
+        pytest.raises(TimeoutError, match=r"container not ready: timed out after 2s .*tcp://"),
+        started(container, "timeout"),
+    ):
+        pass
     assert time.monotonic() - began < 15
-    container.stop()
 
 
-def test_a_container_that_exits_fails_at_once(docker_api: str) -> None:
+BOOM = "print('boom: bad config'); raise SystemExit(3)"
+
+
+def test_a_container_that_exits_while_awaited_fails_at_once(docker_api: str) -> None:
     container = (
-        python_server("print('boom: bad config'); raise SystemExit(3)")
+        python_server(f"import time; time.sleep(2); {BOOM}")
         .with_exposed_ports(7000)
         .waiting_for(WaitforStrategy("tcp://{host}:{port:7000}").with_startup_timeout(60))
     )
     began = time.monotonic()
-    with pytest.raises(ContainerExited, match="boom: bad config"):
-        container.start()
+    with pytest.raises(ContainerExited, match="boom: bad config"), started(container, "exits"):
+        pass
     assert time.monotonic() - began < 20
-    container.stop()
+
+
+def test_a_container_that_exited_before_it_was_seen_running_fails_at_once(
+    docker_api: str,
+) -> None:
+    """The other order of the same race: by the time the strategy looks, the container is
+    gone, so testcontainers never sees it running and has no port to give."""
+    strategy = WaitforStrategy("tcp://{host}:{port:7000}").with_startup_timeout(60)
+    with started(python_server(BOOM).with_exposed_ports(7000), "exited") as container:
+        deadline = time.monotonic() + 30
+        while container.get_wrapped_container().status != "exited":
+            assert time.monotonic() < deadline, "the container did not exit"
+            time.sleep(0.1)
+            container.get_wrapped_container().reload()
+        began = time.monotonic()
+        with pytest.raises(ContainerExited, match="boom: bad config"):
+            strategy.wait_until_ready(container)
+        assert time.monotonic() - began < 20
