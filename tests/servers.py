@@ -8,7 +8,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,3 +142,57 @@ def http_server(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def raw_http_server(answer: bytes, host: str = "127.0.0.1") -> Iterator[tuple[str, list[bytes]]]:
+    """A hostile server: reads a request's head, sends ``answer`` verbatim, closes.
+
+    ``{port}`` in the answer becomes the server's port (for same-host redirects). Yields the base
+    URL and the list of request heads received.
+    """
+    listener = socket.create_server((host, 0), backlog=64)
+    listener.settimeout(0.05)
+    port = listener.getsockname()[1]
+    answer = answer.replace(b"{port}", str(port).encode())
+    heads: list[bytes] = []
+    stop = threading.Event()
+
+    def reply(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            head = b""
+            with contextlib.suppress(OSError):
+                while b"\r\n\r\n" not in head and len(head) < 65536:
+                    data = conn.recv(4096)
+                    if not data:
+                        return
+                    head += data
+                heads.append(head)
+                conn.sendall(answer)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=reply, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{port}", heads
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def http_answer(
+    status: int = 200, headers: Sequence[tuple[bytes, bytes]] = (), body: bytes = b"ok"
+) -> bytes:
+    """An HTTP/1.1 answer as bytes, for :func:`raw_http_server`; Content-Length is added."""
+    head = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+    length = b"Content-Length: %d\r\n" % len(body)
+    return b"HTTP/1.1 %d Whatever\r\n" % status + head + length + b"\r\n" + body

@@ -57,7 +57,7 @@ def test_valid_targets(text: str, host: str, port: int) -> None:
         ("http://api#header=X-A:%0d%0aEvil:1", "contains control characters"),
         ("http://api#header=nocolon", "header must be 'Name: value'"),
         ("http://api#method=POST", "method must be one of"),
-        ("http://api#cacert=/nonexistent.pem", "not a readable file"),
+        ("http://api#cacert=/nonexistent.pem", "does not exist"),
         ("http://api#status=200&status=204", "given more than once"),
     ],
 )

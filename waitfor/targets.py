@@ -18,7 +18,7 @@ from waitfor import pgconninfo
 from waitfor.checks import KINDS, check_class
 from waitfor.checks.base import host_port
 from waitfor.errors import TargetError
-from waitfor.redaction import MASK, SENSITIVE_HEADERS, is_secret_name, scrub
+from waitfor.redaction import MASK, is_secret_name, scrub
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -313,8 +313,8 @@ def _pair_secrets(pairs: list[tuple[str, str]]) -> set[str]:
     secrets = set()
     for key, value in pairs:
         if key == "header":
-            name, _, header_value = value.partition(":")
-            if name.strip().lower() in SENSITIVE_HEADERS and header_value.strip():
+            header_value = value.partition(":")[2]
+            if header_value.strip():  # X-Api-Key, X-Vault-Token: any header may be a credential
                 secrets.add(header_value.strip())
                 # "Bearer abc": the credential alone may be quoted somewhere else
                 secrets.update(p for p in header_value.split()[1:] if len(p) > 3)

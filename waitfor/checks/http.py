@@ -2,21 +2,28 @@
 
 Ready means a status in 200-399 (or the target's ``status`` option). Redirects to the same host are
 followed (up to 10); a redirect to another host is not followed and its 3xx status is the answer,
-as the kubelet does. At most 64 KiB of body is read, and only when a ``body`` regex must match.
+as the kubelet does. At most 64 KiB of body is read, and only when a ``body`` regex must match:
+64 KiB off the wire and 64 KiB after each Content-Encoding layer, so a gzip bomb stays small.
 TLS is verified by default; ``cacert=FILE`` trusts a private CA and ``insecure`` skips verification.
 Like the kubelet, probes ignore proxy environment variables and never reuse connections.
+
+Whatever a server answers is at worst "not ready" with a reason, never a configuration error: an
+unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a malformed Location
+all fail the probe the way they fail the kubelet's.
 """
 
 from __future__ import annotations
 
-import os
+import codecs
 import re
 import ssl
+import zlib
 from dataclasses import dataclass
 from functools import cached_property
 
 import httpx
 
+from waitfor import tls
 from waitfor.checks.base import (
     Check,
     OptionPairs,
@@ -26,17 +33,19 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
+from waitfor.patterns import Pattern, compile_pattern
 
 BODY_LIMIT = 64 * 1024
 MAX_REDIRECTS = 10
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
 _METHODS = ("GET", "HEAD")
 
 
 @dataclass(frozen=True)
 class HttpOptions:
     statuses: tuple[tuple[int, int], ...] = ((200, 399),)
-    body: re.Pattern[str] | None = None
+    body: Pattern | None = None
     headers: tuple[tuple[str, str], ...] = ()
     method: str = "GET"
     insecure: bool = False
@@ -63,8 +72,8 @@ class HttpCheck(Check):
         if body is not None and method == "HEAD":
             raise ValueError("a body regex needs method GET")
         cacert = single(pairs, "cacert")
-        if cacert is not None and not os.access(cacert, os.R_OK):
-            raise ValueError(f"cacert {cacert!r} is not a readable file")
+        if cacert is not None:
+            tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
         return HttpOptions(
             statuses=parse_statuses(status) if status is not None else HttpOptions.statuses,
             body=_compile(body) if body is not None else None,
@@ -79,47 +88,71 @@ class HttpCheck(Check):
         assert isinstance(self.target.options, HttpOptions)
         return self.target.options
 
-    @cached_property
-    def _client(self) -> httpx.AsyncClient:
-        options = self.options
-        verify: ssl.SSLContext | bool = (
-            False if options.insecure else ssl.create_default_context(cafile=options.cacert)
-        )
-        from waitfor.checks.httpnet import NetBackend
+    def _client(self, scheme: str) -> httpx.AsyncClient:
+        """One client per scheme this target meets: plain http never builds a TLS context."""
+        client = self._clients.get(scheme)
+        if client is None:
+            from waitfor.checks.httpnet import NetBackend
 
-        limits = httpx.Limits(max_keepalive_connections=0)
-        transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
-        # Resolve and connect through the shared helper (bounded, cancellable lookups); httpx
-        # has no public way to choose httpcore's network backend, hence the private attribute.
-        transport._pool._network_backend = NetBackend()
-        return httpx.AsyncClient(
-            transport=transport,
-            follow_redirects=False,
-            trust_env=False,
-            headers={"User-Agent": "waitfor", **dict(options.headers)},
-        )
+            options = self.options
+            verify = (
+                tls.client_context(verify=not options.insecure, cafile=options.cacert)
+                if scheme == "https"
+                else tls.plaintext_only_context()
+            )
+            limits = httpx.Limits(max_keepalive_connections=0)
+            transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
+            # Resolve and connect through the shared helper (bounded, cancellable lookups); httpx
+            # has no public way to choose httpcore's network backend, hence the private attribute.
+            transport._pool._network_backend = NetBackend()
+            client = httpx.AsyncClient(
+                transport=transport,
+                follow_redirects=False,
+                trust_env=False,
+                # Only codings whose output decode_body can bound (no brotli, no zstd).
+                headers={
+                    "User-Agent": "waitfor",
+                    "Accept-Encoding": "gzip, deflate",
+                    **dict(options.headers),
+                },
+            )
+            self._clients[scheme] = client
+        return client
+
+    @cached_property
+    def _clients(self) -> dict[str, httpx.AsyncClient]:
+        return {}
 
     async def probe(self, budget: float) -> Outcome:
+        url = httpx.URL(self.target.url)
         try:
-            return await self._probe(budget)
+            return await self._probe(url, budget)
         except httpx.TimeoutException:
             return Outcome.down(f"timed out after {budget:.1f}s")
         except httpx.TooManyRedirects:
             return Outcome.down(f"more than {MAX_REDIRECTS} redirects")
+        except httpx.RemoteProtocolError as exc:
+            # A malformed answer, e.g. an unparsable Location: the server is not ready, as for
+            # the kubelet. Only h11's summary is told, not the bytes the server sent.
+            return Outcome.down(f"invalid HTTP answer: {str(exc).partition(':')[0].rstrip('.')}")
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-            return Outcome.fatal(str(exc))
+            # The target's own URL was checked when parsed: this came from a redirect.
+            return Outcome.down(f"redirect not followed: {exc}")
         except httpx.TransportError as exc:
             return Outcome.down(describe_transport_error(exc))
 
-    async def _probe(self, budget: float) -> Outcome:
+    async def _probe(self, url: httpx.URL, budget: float) -> Outcome:
         options = self.options
-        url = httpx.URL(self.target.url)
         for _ in range(MAX_REDIRECTS + 1):
-            request = self._client.build_request(options.method, url, timeout=budget)
-            response = await self._client.send(request, stream=True)
+            client = self._client(url.scheme)
+            request = client.build_request(options.method, url, timeout=budget)
+            response = await client.send(request, stream=True)
             try:
                 target = response.next_request
                 if target is not None and target.url.host == url.host:
+                    problem = _unfollowable(target.url)
+                    if problem:
+                        return Outcome.down(f"HTTP {response.status_code} redirects {problem}")
                     url = target.url
                     continue
                 return await self._judge(response)
@@ -134,23 +167,81 @@ class HttpCheck(Check):
             return Outcome.down(f"HTTP {status} (expecting {options.describe_statuses()})")
         if options.body is None:
             return Outcome.up(f"HTTP {status}")
-        body = await _read_bounded(response)
-        if not options.body.search(body):
+        try:
+            text = decode_body(
+                await read_bounded(response),
+                response.headers.get_list("content-encoding", split_commas=True),
+                response.charset_encoding,
+            )
+        except BodyError as exc:
+            return Outcome.down(f"HTTP {status} but {exc}")
+        if not await options.body.search(text.encode("utf-8", errors="replace")):
             return Outcome.down(f"HTTP {status} but body does not match {options.body.pattern!r}")
         return Outcome.up(f"HTTP {status}, body matches")
 
     async def aclose(self) -> None:
-        if "_client" in self.__dict__:
-            await self._client.aclose()
+        for client in self._clients.values():
+            await client.aclose()
 
 
-async def _read_bounded(response: httpx.Response) -> str:
+def _unfollowable(url: httpx.URL) -> str:
+    """Why a same-host redirect cannot be followed ("" if it can): Go's client fails these too."""
+    if url.scheme not in ("http", "https"):
+        return f"to an unsupported scheme {url.scheme[:20]!r}"
+    if url.port is not None and not 0 < url.port < 65536:
+        return "to an invalid port"
+    return ""
+
+
+class BodyError(Exception):
+    """A body that cannot be read as text: the server's fault, so "not ready", with this reason."""
+
+
+async def read_bounded(response: httpx.Response) -> bytes:
+    """At most BODY_LIMIT bytes off the wire, still encoded (a gzip bomb is bounded here too)."""
     data = bytearray()
-    async for chunk in response.aiter_bytes():
-        data += chunk
+    async for chunk in response.aiter_raw():
+        data += chunk[: BODY_LIMIT - len(data)]
         if len(data) >= BODY_LIMIT:
             break
-    return bytes(data[:BODY_LIMIT]).decode(response.encoding or "utf-8", errors="replace")
+    return bytes(data)
+
+
+def decode_body(raw: bytes, codings: list[str], charset: str | None) -> str:
+    """Undo Content-Encoding (each layer's output bounded by BODY_LIMIT), then the charset."""
+    data = raw
+    for coding in reversed([c.strip().lower() for c in codings]):
+        if coding in ("", "identity"):
+            continue
+        if coding not in _WBITS:
+            raise BodyError(f"its Content-Encoding {coding[:20]!r} is not supported")
+        data = _decompress(data, coding)
+    name = (charset or "utf-8").strip()
+    try:
+        codec = codecs.lookup(name)
+    except LookupError:
+        raise BodyError(f"its charset {name[:40]!r} is unknown") from None
+    if not getattr(codec, "_is_text_encoding", True):  # base64, rot13, zlib: not for text
+        raise BodyError(f"its charset {name[:40]!r} is not a text encoding")
+    try:
+        return data.decode(codec.name, errors="replace")
+    except (UnicodeError, ValueError, TypeError):  # codecs that refuse errors="replace"
+        raise BodyError(f"its body cannot be decoded as {name[:40]!r}") from None
+
+
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def _decompress(data: bytes, coding: str) -> bytes:
+    try:
+        return zlib.decompressobj(_WBITS[coding]).decompress(data, BODY_LIMIT)
+    except zlib.error:
+        if coding == "deflate":  # servers send raw deflate as often as the zlib format
+            try:
+                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, BODY_LIMIT)
+            except zlib.error:
+                pass
+        raise BodyError(f"its {coding} body is corrupt") from None
 
 
 def describe_transport_error(exc: httpx.TransportError) -> str:
@@ -185,15 +276,18 @@ def parse_statuses(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def parse_header(text: str) -> tuple[str, str]:
+    """``Name: value``; the value is a credential as often as not, so no message quotes it."""
     name, colon, value = text.partition(":")
     name, value = name.strip(), value.strip()
     if not colon or not _HEADER_NAME.fullmatch(name):
         raise ValueError("header must be 'Name: value'")
+    if not _HEADER_VALUE.fullmatch(value):
+        raise ValueError(f"header {name!r}: the value must be printable ASCII")
     return name, value
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> Pattern:
     try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"body regex {pattern!r} is invalid: {exc}") from None
+        return compile_pattern(pattern)
+    except ValueError as exc:
+        raise ValueError(f"body {exc}") from None
