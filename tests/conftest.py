@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests import mysqld
 from tests.dnsserver import DnsServer
 from tests.pg import Cluster, make_template
 from waitfor.backoff import Backoff
@@ -53,3 +54,31 @@ def dns_server(tmp_path: Path) -> Iterator[DnsServer]:
     server = DnsServer(tmp_path)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb_template() -> Iterator[Path]:
+    reason = mysqld.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    template = mysqld.make_template()
+    yield template
+    shutil.rmtree(template.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def mariadb(mariadb_template: Path) -> Iterator[Callable[..., mysqld.MariaDB]]:
+    """A factory of stopped MariaDB servers; every one made is stopped and removed afterwards."""
+    made: list[mysqld.MariaDB] = []
+
+    def make(netns: str | None = None) -> mysqld.MariaDB:
+        server = mysqld.MariaDB(
+            mariadb_template, Path(tempfile.mkdtemp(prefix="waitfor-mariadb-")), netns
+        )
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.stop()
+        shutil.rmtree(server.root, ignore_errors=True)

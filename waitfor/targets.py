@@ -92,8 +92,9 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         for key, value in pairs:
             if _CONTROL.search(key + value):
                 raise ValueError(f"option {key!r} contains control characters")
-        parsed = _ADDRESS_PARSERS[KINDS[scheme].name](scheme, address)
         cls = check_class(scheme)
+        parse_address = getattr(cls, "parse_address", None) or _ADDRESS_PARSERS[KINDS[scheme].name]
+        parsed = parse_address(scheme, address)
         given = {k for k, _ in pairs}
         for key, value in (defaults or {}).items():
             if key in cls.OPTION_NAMES and key not in given:

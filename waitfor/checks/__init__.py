@@ -24,6 +24,8 @@ KINDS: dict[str, Kind] = {
     "postgresql": Kind("postgresql", "waitfor.checks.postgres:PostgresCheck"),
     "postgres": Kind("postgresql", "waitfor.checks.postgres:PostgresCheck"),
     "dns": Kind("dns", "waitfor.checks.dns:DnsCheck"),
+    "mysql": Kind("mysql", "waitfor.checks.mysql:MysqlCheck"),
+    "mariadb": Kind("mysql", "waitfor.checks.mysql:MysqlCheck"),
 }
 
 
