@@ -39,5 +39,6 @@ def image() -> Iterator[str]:
     if build.returncode != 0 and "podman" in build.stderr and "cannot" in build.stderr.lower():
         pytest.skip(f"podman cannot run here: {build.stderr.strip().splitlines()[-1]}")
     assert build.returncode == 0, build.stderr
+    # No "container prune" here: it would also remove containers that are not this suite's
+    # (another run's, a developer's). Each test removes what it starts, by name or ID.
     yield build.stdout.strip()
-    podman("container", "prune", "--force", check=False)
