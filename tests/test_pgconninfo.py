@@ -38,8 +38,11 @@ def test_uri_forms() -> None:
 
 def test_multiple_hosts() -> None:
     p = params("postgresql://a:5432,b:5433,[::1]:5434/db")
-    assert endpoints(p) == [("a", 5432), ("b", 5433), ("::1", 5434)]
-    assert endpoints(params("host=a,b port=6000")) == [("a", 6000), ("b", 6000)]
+    assert [(e.host, e.port) for e in endpoints(p)] == [("a", 5432), ("b", 5433), ("::1", 5434)]
+    assert [(e.address, e.port) for e in endpoints(params("host=a,b port=6000"))] == [
+        ("a", 6000),
+        ("b", 6000),
+    ]
 
 
 def test_keyword_dsn_quoting() -> None:
@@ -75,7 +78,9 @@ def test_libpq_environment_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None
         ("host=db foo=bar", "invalid connection option 'foo'"),
         ("postgresql://db/x?sslmode=bogus", "invalid sslmode 'bogus'"),
         ("postgresql://db:99999/x", "invalid port '99999'"),
-        ("host=a,b,c port=1,2", "2 ports given for 3 hosts"),
+        ("host=a,b,c port=1,2", "could not match 2 port numbers to 3 hosts"),
+        ("host=a,b hostaddr=10.0.0.1", "could not match 2 host names to 1 hostaddr values"),
+        ("service=nowhere", 'definition of service "nowhere" not found'),
         ("host=db password='open", "unterminated quoted value"),
         ("postgresql://db/x?connect_timeout=soon", "invalid connect_timeout"),
         ("postgresql://db/x?target_session_attrs=writer", "invalid target_session_attrs"),

@@ -1,16 +1,20 @@
 """libpq connection strings: ``postgresql://`` URIs and ``key=value`` DSNs, as libpq reads them.
 
-Used by :mod:`waitfor.targets` only. The result is libpq keywords with libpq's environment
-defaults (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSSLMODE, ...) filled in where the
-string leaves them out, so that the ping (native) and query (psycopg) modes see the same settings.
+Used by :mod:`waitfor.targets` only. The result is libpq keywords completed in libpq's order:
+the string, then the ``service`` (or PGSERVICE) definition from pg_service.conf, then libpq's
+environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSSLMODE, PGREQUIRESSL, ...), then
+the built-in defaults, so that the ping (native) and query (psycopg) modes see the same settings.
 """
 
 from __future__ import annotations
 
 import getpass
-import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import unquote
+
+from waitfor.pgservice import service_definition
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
 KEYWORDS = frozenset(
@@ -41,6 +45,7 @@ ENVIRONMENT = {
 SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SESSION_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
 DEFAULT_SOCKET_DIR = "/var/run/postgresql"  # Debian's and the postgres image's libpq default
+DEFAULT_PORT = 5432
 _DSN_TOKEN = re.compile(r"\s*([A-Za-z_]+)\s*=\s*")
 
 
@@ -97,8 +102,15 @@ def parse_dsn(text: str) -> dict[str, str]:
                     position += 1
                 value.append(char)
                 position += 1
-        params[key] = "".join(value)
+        _store(params, key, "".join(value))
     return params
+
+
+def _store(params: dict[str, str], key: str, value: str) -> None:
+    """libpq's conninfo_storeval: the old ``requiressl`` sets sslmode where it stands."""
+    if key == "requiressl":
+        key, value = "sslmode", "require" if value.startswith("1") else "prefer"
+    params[key] = value
 
 
 def parse_uri(uri: str) -> dict[str, str]:
@@ -135,38 +147,56 @@ def parse_uri(uri: str) -> dict[str, str]:
         key, equals, value = item.partition("=")
         if not equals:
             raise ValueError(f"query parameter {unquote(key)!r} needs a value")
-        params[unquote(key)] = unquote(value)
+        _store(params, unquote(key), unquote(value))
     return params
 
 
-def complete(params: dict[str, str], environ: os._Environ[str] | dict[str, str]) -> dict[str, str]:
-    """Validate keywords and values; fill in libpq's environment and built-in defaults."""
+def complete(params: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Validate keywords and values; fill in the service, libpq's environment and defaults."""
     for key in params:
         if key not in KEYWORDS:
             raise ValueError(f"invalid connection option {key!r}")
     result = dict(params)
+    service = result["service"] if "service" in result else environ.get("PGSERVICE")
+    if service is not None:
+        for key, value in service_definition(service, environ).items():
+            result.setdefault(key, value)  # the string wins over the service file
     for key, variable in ENVIRONMENT.items():
-        if key not in result and environ.get(variable):
+        if key not in result and variable in environ:  # set but empty counts, as in libpq
             result[key] = environ[variable]
-    result.setdefault("host", DEFAULT_SOCKET_DIR)
-    result.setdefault("port", "5432")
-    result.setdefault("user", _os_user())
-    result.setdefault("dbname", result["user"])
+    if "sslmode" not in result and environ.get("PGREQUIRESSL", "").startswith("1"):
+        result["sslmode"] = "require"
+    if not result.get("user"):
+        result["user"] = _os_user()
+    if not result.get("dbname"):
+        result["dbname"] = result["user"]
     result.setdefault("sslmode", "prefer")
     _validate(result)
+    # Empty host slots without a hostaddr mean the default socket directory. Written out, so
+    # that query mode's libpq (which may have another built-in default) goes to the same place.
+    hostaddrs = result["hostaddr"].split(",") if result.get("hostaddr") else []
+    hosts = result.get("host", "").split(",")
+    result["host"] = ",".join(
+        host or ("" if hostaddrs and hostaddrs[i] else DEFAULT_SOCKET_DIR)
+        for i, host in enumerate(hosts)
+    )
     return result
 
 
 def _validate(params: dict[str, str]) -> None:
-    hosts = params["host"].split(",")
-    ports = params["port"].split(",")
-    if len(ports) not in (1, len(hosts)):
-        raise ValueError(f"{len(ports)} ports given for {len(hosts)} hosts")
-    for host in hosts:
-        if not host:
-            raise ValueError("empty host in host list")
-    for port in ports:
-        if not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+    hosts = params.get("host", "").split(",")
+    hostaddrs = params.get("hostaddr", "")
+    if hostaddrs and len(hostaddrs.split(",")) != len(hosts):
+        raise ValueError(
+            f"could not match {len(hosts)} host names to {len(hostaddrs.split(','))} "
+            "hostaddr values"
+        )
+    count = len(hostaddrs.split(",")) if hostaddrs else len(hosts)
+    ports = params.get("port", "").split(",")
+    if params.get("port") and len(ports) not in (1, count):
+        raise ValueError(f"could not match {len(ports)} port numbers to {count} hosts")
+    for port in ports:  # empty means 5432, as in libpq
+        if port and (not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536):
             raise ValueError(f"invalid port {port!r} (1-65535)")
     if params["sslmode"] not in SSLMODES:
         raise ValueError(f"invalid sslmode {params['sslmode']!r} (one of {', '.join(SSLMODES)})")
@@ -178,13 +208,31 @@ def _validate(params: dict[str, str]) -> None:
         raise ValueError(f"invalid connect_timeout {timeout!r} (whole seconds)")
 
 
-def endpoints(params: dict[str, str]) -> list[tuple[str, int]]:
-    """(host or socket directory, port) pairs in libpq's order."""
-    hosts = params["host"].split(",")
-    ports = params["port"].split(",")
+@dataclass(frozen=True)
+class Endpoint:
+    host: str  # a name, an IP address or a socket directory: what TLS and messages name
+    address: str  # what is connected to: the paired hostaddr if given, else the host
+    port: int
+
+    @property
+    def is_socket(self) -> bool:
+        return self.address.startswith(("/", "@"))  # libpq's is_unixsock_path
+
+
+def endpoints(params: dict[str, str]) -> list[Endpoint]:
+    """One per host slot in libpq's order; empty entries take libpq's defaults."""
+    hostaddrs = params["hostaddr"].split(",") if params.get("hostaddr") else []
+    hosts = params.get("host", "").split(",")
+    ports = params["port"].split(",") if params.get("port") else [""]
     if len(ports) == 1:
         ports *= len(hosts)
-    return [(h, int(p)) for h, p in zip(hosts, ports, strict=True)]
+    result = []
+    for index, (host, port) in enumerate(zip(hosts, ports, strict=True)):
+        address = hostaddrs[index] if hostaddrs and hostaddrs[index] else ""
+        if not host and not address:
+            host = DEFAULT_SOCKET_DIR
+        result.append(Endpoint(host or address, address or host, int(port or DEFAULT_PORT)))
+    return result
 
 
 def _os_user() -> str:

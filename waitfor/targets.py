@@ -222,9 +222,9 @@ def _parse_postgres(scheme: str, address: str) -> _Address:
     given = pgconninfo.parse_uri(address) if "://" in address else pgconninfo.parse_dsn(address)
     params = pgconninfo.complete(given, os.environ)
     secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
-    host, port = pgconninfo.endpoints(params)[0]
+    first = pgconninfo.endpoints(params)[0]
     display = scrub(_rough_redact(address), secrets)
-    return _Address(host, port, display, frozenset(secrets), tuple(params.items()))
+    return _Address(first.host, first.port, display, frozenset(secrets), tuple(params.items()))
 
 
 _ADDRESS_PARSERS: dict[str, Callable[[str, str], _Address]] = {
