@@ -196,3 +196,31 @@ def http_answer(
     head = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
     length = b"Content-Length: %d\r\n" % len(body)
     return b"HTTP/1.1 %d Whatever\r\n" % status + head + length + b"\r\n" + body
+
+
+@contextmanager
+def banner_server(banner: bytes) -> Iterator[int]:
+    """A TCP server on a free port that says ``banner`` to every client, then hangs up."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)  # a client that stays silent cannot hold the server
+                conn.sendall(banner)
+                conn.recv(100)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

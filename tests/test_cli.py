@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Script, free_port, http_server, tcp_listener
+from tests.servers import Script, banner_server, free_port, http_server, tcp_listener
 from waitfor import api, cli
 
 
@@ -245,12 +245,13 @@ def test_text_output_says_what_and_why_without_flooding(closed_port: int) -> Non
 
 @pytest.mark.parametrize("mode", ["text", "quiet"])
 def test_a_permanent_failure_is_said_once(mode: str, tmp_path: Path) -> None:
-    target = f"postgresql://127.0.0.1:1/x?sslmode=verify-full&sslrootcert={tmp_path}/none.crt"
-    result = waitfor("-o", mode, "-t", "5", target)
+    with banner_server(b"S") as port:  # agrees to TLS: now the root certificate is needed
+        target = f"postgresql://127.0.0.1:{port}/x?sslmode=verify-full&sslrootcert={tmp_path}/none"
+        result = waitfor("-o", mode, "-t", "5", target)
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if "root certificate file" in line]
     assert len(errors) == 1, result.stderr
-    assert errors[0].startswith("waitfor: error: postgresql://127.0.0.1:1/x")
+    assert errors[0].startswith(f"waitfor: error: postgresql://127.0.0.1:{port}/x")
 
 
 def test_help_documents_every_option() -> None:

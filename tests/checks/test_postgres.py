@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import ssl
@@ -20,7 +21,7 @@ import pytest
 import trustme
 
 from tests.pg import Cluster
-from tests.servers import Script, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.pgping import ping, tls_context
 
@@ -31,16 +32,35 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+NO_ATTEMPT = 3  # pg_isready's answer for invalid parameters; waitfor refuses them (exit 2)
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Both tools see the same environment: no PG* variables but the test's, an empty HOME."""
+    for name in list(os.environ):
+        if name.startswith("PG"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PGSYSCONFDIR", str(tmp_path / "sysconf"))  # not the machine's
+
+
 def pg_isready(conninfo: str) -> int:
+    """The oracle, run with this process's environment (which the test may have set)."""
     return subprocess.run(
         ["pg_isready", "-t", "3", "-d", conninfo], capture_output=True, timeout=30
     ).returncode
 
 
 def waitfor_ping(conninfo: str) -> tuple[int, str]:
-    target = parse_target(conninfo)
+    try:
+        target = parse_target(conninfo)
+    except TargetError as exc:
+        return NO_ATTEMPT, str(exc)
     params = dict(target.params)
-    result = asyncio.run(ping(params, 3.0, tls_context(params)))
+    result = asyncio.run(ping(params, 3.0, lambda: tls_context(params)))
     return result.status.value, result.reason
 
 
@@ -164,33 +184,6 @@ def test_non_postgres_listeners() -> None:
         assert reason.endswith("expected authentication request from server, but received 2")
 
 
-@contextmanager
-def banner_server(banner: bytes) -> Iterator[int]:
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(5)  # a client that stays silent cannot hold the server
-                conn.sendall(banner)
-                conn.recv(100)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
-
-
 def test_silent_listener_is_no_response() -> None:
     with socket.create_server(("127.0.0.1", 0)) as silent:
         port = silent.getsockname()[1]
@@ -210,6 +203,186 @@ def test_invalid_parameters_are_no_attempt() -> None:
 
 def test_multiple_hosts_first_down_second_up(running: Cluster) -> None:
     assert_parity(f"host=127.0.0.1,127.0.0.1 port={free_port()},{running.port} user=postgres", 0)
+
+
+def test_unix_sockets_ignore_sslmode(running: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libpq never asks for TLS over a Unix socket, whatever sslmode or PGSSLMODE say."""
+    socket_dsn = f"host={running.sockets} port={running.port} user=postgres"
+    for mode in ("require", "verify-ca", "verify-full"):  # and no root.crt anywhere
+        assert_parity(f"{socket_dsn} sslmode={mode}", 0)
+        monkeypatch.setenv("PGSSLMODE", mode)
+        assert_parity(socket_dsn, 0)
+        assert_parity(f"postgresql:///postgres?host={running.sockets}&port={running.port}", 0)
+        monkeypatch.delenv("PGSSLMODE")
+    # Over TCP the same string still insists on TLS, which this server does not offer.
+    assert_parity(f"host=127.0.0.1 port={running.port} sslmode=require", 2)
+
+
+def write_service_file(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_service_files(running: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """service= and PGSERVICE, looked up where libpq looks, in libpq's order."""
+    dead = free_port()
+    live = f"host=127.0.0.1\nport={running.port}\nuser=postgres\n"
+    # ~/.pg_service.conf first, then PGSYSCONFDIR/pg_service.conf
+    write_service_file(Path(os.environ["HOME"], ".pg_service.conf"), f"[home]\n{live}")
+    system = write_service_file(
+        Path(os.environ["PGSYSCONFDIR"], "pg_service.conf"),
+        f"# the system's\n[sys]\n{live}\n[dead]\nhost=127.0.0.1\nport={dead}\n"
+        f"[home]\nhost=127.0.0.1\nport={dead}\n",
+    )
+    assert_parity("service=home", 0)  # found in ~ first, so the system's [home] is not read
+    assert_parity("service=sys", 0)
+    assert_parity("service=dead", 2)
+    assert_parity(f"service=dead port={running.port}", 0)  # the string wins over the file
+    assert_parity(f"postgresql://127.0.0.1:{running.port}/postgres?service=dead", 0)
+    monkeypatch.setenv("PGPORT", str(dead))
+    assert_parity("service=sys", 0)  # the file wins over the environment
+    monkeypatch.delenv("PGPORT")
+    monkeypatch.setenv("PGSERVICE", "sys")
+    assert_parity("dbname=postgres", 0)
+    monkeypatch.setenv("PGSERVICE", "dead")
+    assert_parity("dbname=postgres", 2)
+    monkeypatch.setenv("PGSERVICE", "nowhere")  # unknown: "no attempt", even with a host given
+    assert_parity(f"host=127.0.0.1 port={running.port}", NO_ATTEMPT)
+    monkeypatch.delenv("PGSERVICE")
+    # PGSERVICEFILE replaces ~/.pg_service.conf; the system file is still the fallback.
+    own = write_service_file(tmp_path / "own.conf", f"[own]\n{live}")
+    monkeypatch.setenv("PGSERVICEFILE", str(own))
+    assert_parity("service=own", 0)
+    assert_parity("service=home", 2)  # now only the system's [home], the dead one
+    assert_parity("service=sys", 0)
+    monkeypatch.setenv("PGSERVICEFILE", str(tmp_path / "missing.conf"))
+    assert_parity("service=sys", NO_ATTEMPT)  # named but missing: "service file not found"
+    monkeypatch.delenv("PGSERVICEFILE")
+    Path(os.environ["HOME"], ".pg_service.conf").unlink()
+    Path(os.environ["HOME"], ".pg_service.conf").mkdir()  # unreadable as a file: skipped
+    assert_parity("service=sys", 0)
+    # Broken definitions are "no attempt": spaces around "=", unknown keywords, nesting.
+    for body in ("host = 127.0.0.1", "colour=blue", "service=sys", "no equals sign"):
+        system.write_text(f"[broken]\n{body}\n")
+        assert_parity("service=broken", NO_ATTEMPT)
+    system.write_text(f"junk before any section\n[other]\njunk\n[ok]\n{live}[after]\njunk\n")
+    assert_parity("service=ok", 0)  # only the service's own lines are read
+
+
+def test_requiressl(running: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old requiressl=1 means sslmode=require where it stands in the string; PGREQUIRESSL."""
+    tcp = f"host=127.0.0.1 port={running.port} user=postgres"
+    assert_parity(f"{tcp} requiressl=1", 2)  # this server has no TLS
+    assert_parity(f"{tcp} requiressl=0", 0)
+    assert_parity(f"{tcp} requiressl=1 sslmode=disable", 0)  # the later one wins
+    assert_parity(f"{tcp} sslmode=disable requiressl=1", 2)
+    assert_parity(f"{tcp} sslmode=require requiressl=0", 0)  # 0 means prefer
+    assert_parity(f"postgresql://127.0.0.1:{running.port}/postgres?requiressl=1", 2)
+    monkeypatch.setenv("PGREQUIRESSL", "1")
+    assert_parity(tcp, 2)
+    monkeypatch.setenv("PGSSLMODE", "disable")  # PGSSLMODE outranks PGREQUIRESSL
+    assert_parity(tcp, 0)
+
+
+def test_hostaddr_lists_pair_with_host_lists(running: Cluster) -> None:
+    """Each hostaddr is used for its host slot, unresolved; an empty one means the host."""
+    dead, live = free_port(), running.port
+    common = "user=postgres"
+    assert_parity(f"host=a.invalid,b.invalid hostaddr=127.0.0.1,127.0.0.1 port={dead},{live}", 0)
+    assert_parity(f"host=a.invalid,b.invalid hostaddr=127.0.0.1,127.0.0.1 port={live},{dead}", 0)
+    assert_parity(f"host=a.invalid hostaddr=127.0.0.1 port={dead} {common}", 2)
+    assert_parity(f"host=/no/such/dir hostaddr=127.0.0.1 port={live} {common}", 0)  # TCP
+    assert_parity(f"host=127.0.0.1,{running.sockets} hostaddr=127.0.0.1, port={dead},{live}", 0)
+    assert_parity(f"host=a,b hostaddr=127.0.0.1 port={live}", NO_ATTEMPT)
+    assert_parity(f"hostaddr=127.0.0.1,127.0.0.1 port={live}", NO_ATTEMPT)  # one default host
+
+
+def test_empty_port_and_host_entries(running: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty port is 5432 (not PGPORT); an empty host is the default socket directory."""
+    sockets, live = running.sockets, running.port
+    assert_parity(f"host={sockets},{sockets} port=,{live} user=postgres", 0)
+    assert_parity(f"host={sockets} user=postgres port=", 2)  # nobody at 5432 in there
+    monkeypatch.setenv("PGPORT", str(live))
+    assert_parity(f"host={sockets} user=postgres port=", 2)  # given, so PGPORT does not apply
+    assert_parity(f"host={sockets} user=postgres", 0)
+    monkeypatch.delenv("PGPORT")
+    default_socket = Path("/var/run/postgresql/.s.PGSQL.5432")
+    if default_socket.is_socket():  # a server at libpq's defaults (this machine's shared one)
+        assert_parity("host=/var/run/postgresql port=", 0)
+        assert_parity(f"host=127.0.0.1,,127.0.0.1 port={free_port()},5432,{free_port()}", 0)
+        monkeypatch.setenv("PGHOST", "")  # set but empty: the default, as in libpq
+        assert_parity("port=5432", 0)
+
+
+def test_missing_client_certificate_files(
+    ssl_only: tuple[Cluster, trustme.CA], tmp_path: Path
+) -> None:
+    """libpq sends no client certificate when the named files do not exist; it still pings."""
+    cluster, _ = ssl_only
+    missing = f"sslcert={tmp_path}/none.crt sslkey={tmp_path}/none.key"
+    tcp = f"host=127.0.0.1 port={cluster.port} user=postgres"
+    assert_parity(f"{tcp} {missing} sslmode=require", 0)
+    assert_parity(f"{tcp} {missing}", 0)
+    assert_parity(f"{tcp} sslcert={tmp_path}/none.crt", 0)
+
+
+def test_bytes_injected_after_the_ssl_answer_are_refused(tmp_path: Path) -> None:
+    """CVE-2021-23222: a man in the middle answers 'S' and, in the same write, a fake
+    AuthenticationOk, then relays the real TLS handshake. Those bytes did not come through
+    TLS: libpq refuses them, and so must we (else "accepting" could be faked)."""
+    ca = trustme.CA()
+    with fake_tls_server(ca, inject=b"") as port:  # control: the same server, nothing injected
+        assert_parity(f"host=127.0.0.1 port={port} sslmode=require", 0)
+    with fake_tls_server(ca, inject=AUTHENTICATION_OK) as port:
+        for mode in ("require", "prefer"):
+            reason = assert_parity(f"host=127.0.0.1 port={port} sslmode={mode}", 2)
+            assert reason.endswith("received unencrypted data after SSL response")
+
+
+AUTHENTICATION_OK = b"R\0\0\0\x08\0\0\0\0" + b"Z\0\0\0\x05I"
+
+
+@contextmanager
+def fake_tls_server(ca: trustme.CA, inject: bytes) -> Iterator[int]:
+    """Answers SSLRequest with 'S' (plus ``inject`` in the same write), does a real TLS
+    handshake, then says AuthenticationOk inside TLS only when nothing was injected."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve_one(conn: socket.socket) -> None:
+        conn.settimeout(5)
+        if conn.recv(8) != b"\0\0\0\x08\x04\xd2\x16\x2f":  # not an SSLRequest
+            return
+        conn.sendall(b"S" + inject)
+        with context.wrap_socket(conn, server_side=True) as tls:
+            if not tls.recv(4):  # the start-up message's length, or the client gave up
+                return
+            if not inject:
+                tls.sendall(AUTHENTICATION_OK)
+            while tls.recv(1024):
+                pass
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                serve_one(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
 
 
 # --- waiting ---------------------------------------------------------------------------------
@@ -332,8 +505,25 @@ def test_query_mode_options_are_validated() -> None:
         parse_target("postgresql://db/x#mode=login")
 
 
-def test_tls_context_needs_a_root_certificate(tmp_path: Path) -> None:
-    target = parse_target(f"postgresql://db/x?sslmode=verify-full&sslrootcert={tmp_path}/none.crt")
+def test_a_missing_root_certificate_is_a_configuration_error(
+    ssl_only: tuple[Cluster, trustme.CA], running: Cluster, tmp_path: Path
+) -> None:
+    """Read when the server agrees to TLS, as libpq does; then no retry can help (exit 2)."""
+    cluster, _ = ssl_only
+    missing = f"?sslmode=verify-full&sslrootcert={tmp_path}/none.crt"
     with pytest.raises(CheckFailed, match="root certificate file"):
-        wait_for(target, timeout=5)
+        wait_for(cluster.url(extra=missing), timeout=10)
+    with pytest.raises(WaitTimeout, match="server does not support SSL"):  # asked, refused
+        wait_for(running.url(extra=missing), timeout=1)
     assert isinstance(tls_context({"sslmode": "prefer"}), ssl.SSLContext)
+
+
+def test_a_client_certificate_without_its_key_is_a_configuration_error(
+    ssl_only: tuple[Cluster, trustme.CA], tmp_path: Path
+) -> None:
+    cluster, ca = ssl_only
+    cert = tmp_path / "client.crt"
+    ca.issue_cert("client").cert_chain_pems[0].write_to_path(str(cert))
+    url = cluster.url(extra=f"?sslmode=require&sslcert={cert}&sslkey={tmp_path}/none.key")
+    with pytest.raises(CheckFailed, match="certificate present, but not private key file"):
+        wait_for(url, timeout=10)

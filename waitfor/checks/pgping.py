@@ -18,23 +18,28 @@ address a name resolves to is tried in order, sharing the attempt's time.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import math
 import os
+import socket
 import ssl
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
 from waitfor.checks import net
 from waitfor.checks.base import describe_os_error
-from waitfor.pgconninfo import endpoints
+from waitfor.pgconninfo import Endpoint, endpoints
 
 SSL_REQUEST = struct.pack("!ii", 8, 80877103)
 PROTOCOL_3_0 = 196608
 CANNOT_CONNECT_NOW = "57P03"
 MAX_MESSAGE = 30000  # libpq's limit for messages before authentication
+_T = TypeVar("_T")
 
 
 class Ping(Enum):
@@ -54,89 +59,92 @@ class ConfigurationError(Exception):
     """A client-side setting that makes every attempt fail (e.g. a missing root certificate)."""
 
 
-async def ping(params: dict[str, str], budget: float, tls: ssl.SSLContext) -> PingResult:
+TlsContext = Callable[[], ssl.SSLContext]
+
+
+async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult:
     """Try each host and address in order; the first that accepts wins.
 
-    ``tls`` comes from :func:`tls_context` (made once per target: loading CAs is not free).
+    ``tls`` makes the context of :func:`tls_context` when TLS is first needed (made once per
+    target by the caller: loading CAs is not free; and only when a server agrees to TLS, as
+    libpq reads certificate files only then).
     """
     deadline = time.monotonic() + budget
     connect_timeout = _connect_timeout(params)
-    # (socket path or resolved address, port, TLS server name: None for a Unix socket)
-    addresses: list[tuple[str | net.Address, int, str | None]] = []
+    addresses: list[tuple[Endpoint, str | net.Address]] = []  # socket path or resolved address
     failures: list[PingResult] = []
-    for host, port in endpoints(params):
-        if host.startswith("/"):
-            addresses.append((os.path.join(host, f".s.PGSQL.{port}"), port, None))
+    for endpoint in endpoints(params):
+        if endpoint.is_socket:
+            path = os.path.join(endpoint.address, f".s.PGSQL.{endpoint.port}")
+            addresses.append((endpoint, path))
+            continue
+        if endpoint.address != endpoint.host and not _is_ip(endpoint.address):
+            reason = f'could not parse network address "{endpoint.address}"'  # hostaddr
+            failures.append(PingResult(Ping.NO_RESPONSE, reason))
             continue
         try:
             async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
-                found = await net.resolve(params.get("hostaddr") or host, port)
+                found = await net.resolve(endpoint.address, endpoint.port)
         except TimeoutError:
-            reason = f"resolving {host}: {net.no_answer(budget)}"
+            reason = f"resolving {endpoint.address}: {net.no_answer(budget)}"
             failures.append(PingResult(Ping.NO_RESPONSE, reason))
             continue
         except net.ResolveError as exc:
-            reason = f'could not translate host name "{host}" to address: {exc.detail}'
+            reason = f'could not translate host name "{endpoint.address}" to address: {exc.detail}'
             failures.append(PingResult(Ping.NO_RESPONSE, reason))
             continue
-        addresses += [(address, port, host) for address in found]
-    for index, (address, port, server_name) in enumerate(addresses):
+        addresses += [(endpoint, address) for address in found]
+    for index, (endpoint, address) in enumerate(addresses):
         share = (deadline - time.monotonic()) / (len(addresses) - index)
         if connect_timeout:
             share = min(share, connect_timeout)
         try:
             async with asyncio.timeout(max(share, 0.0)):
-                result = await _ping_address(address, port, server_name, params, tls)
+                result = await _ping_address(endpoint, address, params, tls)
         except TimeoutError:
             result = PingResult(Ping.NO_RESPONSE, f"timed out after {share:.1f}s")
         if result.status is Ping.OK:
             return result
-        shown = str(address)
-        failures.append(PingResult(result.status, f"{shown}: {result.reason}"))
+        failures.append(PingResult(result.status, f"{_shown(address)}: {result.reason}"))
     status = Ping.REJECT if any(f.status is Ping.REJECT for f in failures) else Ping.NO_RESPONSE
     return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
 
 
 async def _ping_address(
-    address: str | net.Address,
-    port: int,
-    server_name: str | None,
-    params: dict[str, str],
-    tls: ssl.SSLContext,
+    endpoint: Endpoint, address: str | net.Address, params: dict[str, str], tls: TlsContext
 ) -> PingResult:
     mode = params["sslmode"]
-    if mode in ("disable", "allow"):
-        return await _attempt(address, port, server_name, params, None)
-    result = await _attempt(address, port, server_name, params, tls)
+    if mode in ("disable", "allow") or isinstance(address, str):  # libpq: no TLS over sockets
+        return await _attempt(endpoint, address, params, None)
+    result = await _attempt(endpoint, address, params, tls)
     if mode == "prefer" and result.tls_failed:
-        return await _attempt(address, port, server_name, params, None)  # libpq retries plain
+        return await _attempt(endpoint, address, params, None)  # libpq retries plain
     return result
 
 
 async def _attempt(
-    address: str | net.Address,
-    port: int,
-    server_name: str | None,
-    params: dict[str, str],
-    tls: ssl.SSLContext | None,
+    endpoint: Endpoint, address: str | net.Address, params: dict[str, str], tls: TlsContext | None
 ) -> PingResult:
+    loop = asyncio.get_running_loop()
     try:
-        if isinstance(address, str):
-            reader, writer = await asyncio.open_unix_connection(address)
-        else:
-            sock = await net.connect_address(address, math.inf)
-            reader, writer = await asyncio.open_connection(sock=sock)
+        sock = await _connect(address)
     except net.ConnectError as exc:
         return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc.detail}")
     except OSError as exc:
         return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
+    writer: asyncio.StreamWriter | None = None
     try:
         if tls is not None:
-            writer.write(SSL_REQUEST)
-            answer = await reader.read(1)
+            await loop.sock_sendall(sock, SSL_REQUEST)
+            answer = await loop.sock_recv(sock, 1)
             if answer == b"S":
+                if _unread_data(sock):  # CVE-2021-23222: bytes a man in the middle injected
+                    return PingResult(
+                        Ping.NO_RESPONSE, "received unencrypted data after SSL response"
+                    )
+                reader, writer = await asyncio.open_connection(sock=sock)
                 try:
-                    await writer.start_tls(tls, server_hostname=_sni(server_name, params))
+                    await writer.start_tls(tls(), server_hostname=_sni(endpoint, params))
                 except (ssl.SSLError, ConnectionError) as exc:
                     reason = f"TLS handshake failed: {_tls_reason(exc)}"
                     return PingResult(Ping.NO_RESPONSE, reason, tls_failed=True)
@@ -152,6 +160,8 @@ async def _attempt(
                     Ping.NO_RESPONSE,
                     f"received invalid response to SSL negotiation: {_char(answer)}",
                 )
+        if writer is None:
+            reader, writer = await asyncio.open_connection(sock=sock)
         writer.write(_startup_message(params))
         return await _read_verdict(reader, writer)
     except (ConnectionError, asyncio.IncompleteReadError):
@@ -159,7 +169,43 @@ async def _attempt(
     except OSError as exc:
         return PingResult(Ping.NO_RESPONSE, describe_os_error(exc))
     finally:
-        writer.close()
+        if writer is not None:
+            writer.close()
+        sock.close()
+
+
+async def _connect(address: str | net.Address) -> socket.socket:
+    """A connected non-blocking socket: a Unix socket path, or a resolved address."""
+    if not isinstance(address, str):
+        return await net.connect_address(address, math.inf)  # the caller's timeout bounds it
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, address.replace("@", "\0", 1))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _shown(address: str | net.Address) -> str:
+    return str(address)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _unread_data(sock: socket.socket) -> bool:
+    """Whether anything already arrived after the one-byte answer (libpq checks its buffer)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
 
 
 async def _read_verdict(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> PingResult:
@@ -208,9 +254,15 @@ def _error_fields(body: bytes) -> dict[str, str]:
 
 
 def tls_context(params: dict[str, str]) -> ssl.SSLContext:
-    """libpq's TLS policy: verify only for verify-ca/verify-full (or require with a root cert)."""
+    """libpq's TLS policy: verify only for verify-ca/verify-full (or require with a root cert).
+
+    Raises :class:`ConfigurationError` for certificate files that cannot be used, which no
+    retry can fix: a missing root certificate for verification, a client certificate without
+    its key.
+    """
     mode = params["sslmode"]
-    root = params.get("sslrootcert") or str(Path.home() / ".postgresql" / "root.crt")
+    home = Path.home() / ".postgresql"
+    root = params.get("sslrootcert") or str(home / "root.crt")
     verify = mode in ("verify-ca", "verify-full") or (
         mode == "require" and (root == "system" or os.path.exists(root))
     )
@@ -226,18 +278,30 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
                 f'root certificate file "{root}" does not exist; give sslrootcert '
                 f"or use sslmode=require to skip server certificate verification"
             )
-        context = ssl.create_default_context(cafile=root)
+        context = _load(root, lambda: ssl.create_default_context(cafile=root))
     if verify:
         context.check_hostname = mode == "verify-full"
-    if params.get("sslcert") and params.get("sslkey"):
-        context.load_cert_chain(params["sslcert"], params["sslkey"])
+    # libpq sends a client certificate only if the file exists, named or the default one.
+    cert = params.get("sslcert") or str(home / "postgresql.crt")
+    if os.path.exists(cert):
+        key = params.get("sslkey") or str(home / "postgresql.key")
+        if not os.path.exists(key):
+            raise ConfigurationError(f'certificate present, but not private key file "{key}"')
+        _load(cert, lambda: context.load_cert_chain(cert, key, password=params.get("sslpassword")))
     return context
 
 
-def _sni(server_name: str | None, params: dict[str, str]) -> str | None:
-    if server_name is None or params.get("sslsni") == "0":
+def _load(path: str, load: Callable[[], _T]) -> _T:
+    try:
+        return load()
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise ConfigurationError(f'could not load "{path}": {_tls_reason(exc)}') from None
+
+
+def _sni(endpoint: Endpoint, params: dict[str, str]) -> str | None:
+    if params.get("sslsni") == "0":
         return None
-    return server_name
+    return endpoint.address if endpoint.host.startswith(("/", "@")) else endpoint.host
 
 
 def _connect_timeout(params: dict[str, str]) -> float:

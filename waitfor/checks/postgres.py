@@ -67,7 +67,7 @@ class PostgresCheck(Check):
         if self.options.mode == "query":
             return await self._query(budget)
         try:
-            result = await ping(self.params, budget, self._tls)
+            result = await ping(self.params, budget, lambda: self._tls)
         except ConfigurationError as exc:
             return Outcome.fatal(str(exc))
         if result.status is Ping.OK:
@@ -112,21 +112,22 @@ async def _with_addresses(params: dict[str, str]) -> dict[str, str]:
     host becomes one attempt, in libpq's order. A host that does not resolve is skipped, as libpq
     skips it; when none resolves, the ResolveError says why in libpq's words.
     """
-    if params.get("hostaddr"):
-        return params  # the user gave addresses: nothing to resolve
     attempts: list[tuple[str, str, str]] = []  # (host, hostaddr, port)
     failures = []
-    for host, port in endpoints(params):
-        if not host or host.startswith("/"):  # a Unix socket directory
-            attempts.append((host, "", str(port)))
+    for endpoint in endpoints(params):
+        if endpoint.is_socket or endpoint.address != endpoint.host:  # a socket, or a hostaddr
+            hostaddr = "" if endpoint.is_socket else endpoint.address
+            attempts.append((endpoint.host, hostaddr, str(endpoint.port)))
             continue
         try:
-            found = await net.resolve(host, port)
+            found = await net.resolve(endpoint.host, endpoint.port)
         except net.ResolveError as exc:
-            failures.append(f'could not translate host name "{host}" to address: {exc.detail}')
+            failures.append(
+                f'could not translate host name "{endpoint.host}" to address: {exc.detail}'
+            )
             continue
         for address in found:
-            attempts.append((host, address.host, str(port)))
+            attempts.append((endpoint.host, address.host, str(endpoint.port)))
     if not attempts:
         raise net.ResolveError(params["host"], "; ".join(failures))
     hosts, addresses, ports = zip(*attempts, strict=True)
