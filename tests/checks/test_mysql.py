@@ -20,9 +20,8 @@ import pymysql
 import pytest
 import trustme
 
-from tests.checks.test_postgres import banner_server
 from tests.mysqld import MariaDB
-from tests.servers import Script, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks import check_class
 from waitfor.checks.base import Outcome
