@@ -102,7 +102,9 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         options = cls.parse_options(pairs)
     except ValueError as exc:
         raise TargetError(shown, scrub(str(exc), _pair_secrets(pairs))) from None
-    secrets = parsed.secrets | _pair_secrets(pairs)
+    # Options a kind declares plain (redis's key=NAME) are names, though named like secrets.
+    plain: frozenset[str] = getattr(cls, "PLAIN_OPTIONS", frozenset())
+    secrets = parsed.secrets | _pair_secrets([(k, v) for k, v in pairs if k not in plain])
     display = parsed.display + (f"#{scrub(fragment, secrets)}" if fragment else "")
     return Target(
         kind=KINDS[scheme].name,

@@ -26,6 +26,9 @@ KINDS: dict[str, Kind] = {
     "dns": Kind("dns", "waitfor.checks.dns:DnsCheck"),
     "mysql": Kind("mysql", "waitfor.checks.mysql:MysqlCheck"),
     "mariadb": Kind("mysql", "waitfor.checks.mysql:MysqlCheck"),
+    "redis": Kind("redis", "waitfor.checks.redis:RedisCheck"),
+    "rediss": Kind("redis", "waitfor.checks.redis:RedisCheck"),
+    "memcached": Kind("memcached", "waitfor.checks.memcached:MemcachedCheck"),
 }
 
 
