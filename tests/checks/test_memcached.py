@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.checks.test_postgres import banner_server
 from tests.redisd import Memcached, unavailable_reason
-from tests.servers import Script, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks import check_class
 from waitfor.checks.base import Outcome
