@@ -124,20 +124,3 @@ def test_no_task_is_left_behind_after_cancellation(fake: MakeTarget) -> None:
 
     asyncio.run(main())
     assert all(b.closed == 1 for b in BEHAVIOURS.values())
-
-
-def test_secrets_in_reasons_are_redacted(fake: MakeTarget) -> None:
-    target = fake("a", Outcome.down("login failed for hunter2"), UP)
-    target = Target(
-        target.kind,
-        target.scheme,
-        target.url,
-        target.host,
-        None,
-        None,
-        target.display,
-        frozenset({"hunter2"}),
-    )
-    events: list[Event] = []
-    wait([target], events=events)
-    assert events[1].reason == "login failed for ***"

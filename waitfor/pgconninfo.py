@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from waitfor import redaction
 from waitfor.pgservice import service_definition
+from waitfor.redaction import MASK
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
 KEYWORDS = frozenset(
@@ -76,7 +78,9 @@ def parse_dsn(text: str) -> dict[str, str]:
     while position < len(text):
         match = _DSN_TOKEN.match(text, position)
         if not match:
-            raise ValueError(f"expected keyword=value at {text[position:][:20]!r}")
+            # Not quoting the text: it may be the rest of an unquoted password with a space.
+            where = f"after {list(params)[-1]}=..." if params else "at the start"
+            raise ValueError(f"expected keyword=value {where}")
         key, position = match.group(1), match.end()
         value = []
         if position < len(text) and text[position] == "'":
@@ -240,3 +244,32 @@ def _os_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, as for arbitrary UIDs in containers
         return "postgres"
+
+
+def display(text: str) -> str:
+    """A URI or DSN as given, rebuilt from its parts with passwords left out.
+
+    ``postgresql://app:***@db/x?sslmode=require``; ``host=db user=app password=*** dbname=x``.
+    """
+    if "://" not in text:
+        return " ".join(
+            f"{key}={MASK if redaction.is_secret_name(key) else _dsn_quote(value)}"
+            for key, value in parse_dsn(text).items()
+        )
+    scheme, _, rest = text.partition("://")
+    rest, question, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, hostlist = authority.rpartition("@")  # as parse_uri splits it
+    shown = ""
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        shown = redaction.userinfo(user, MASK if colon else None)
+    return f"{scheme}://{shown}{hostlist}{slash}{path}" + (
+        f"?{redaction.query(query)}" if question else ""
+    )
+
+
+def _dsn_quote(value: str) -> str:
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

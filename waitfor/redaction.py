@@ -1,37 +1,107 @@
-"""The one place that decides what is secret and hides it.
+"""What is secret, and the display forms built from parsed parts with the secrets left out.
 
-Targets collect their secrets when parsed (URL passwords, DSN passwords, sensitive header values,
-secret-looking query parameters) and every string that leaves waitfor — a target's display form, a
-not-ready reason, an exception message — passes through :func:`scrub` with them.
+A target's display is assembled from the pieces its parser found: a password is never copied into
+it, a header value or a secret-named parameter becomes ``***``. Nothing here searches finished text
+for a secret's value: that fails for a password equal to a common word (``postgres:postgres@``)
+and for secrets the parser split differently from the search (a ``#`` or ``@`` inside a password).
+A target that does not parse is shown by :func:`unparsed`, which keeps only what cannot be secret.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 MASK = "***"
 
 _SECRET_NAME = re.compile(
     r"pass|pwd|secret|token|key|auth|sig|credential|session|cookie", re.IGNORECASE
 )
-SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_HOST = re.compile(r"[\w.~%:\[\]-]*")  # what a host[:port] is made of (IDN letters included)
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a query parameter or option named like this carries a credential."""
-    return bool(_SECRET_NAME.search(name)) or name.lower() in SENSITIVE_HEADERS
+    return bool(_SECRET_NAME.search(name))
 
 
-def variants(secret: str) -> set[str]:
-    """A secret as it may appear in text: raw, percent-decoded and percent-encoded."""
-    forms = {secret, unquote(secret), quote(secret, safe=""), quote(unquote(secret), safe="")}
-    return {f for f in forms if f}
+def userinfo(user: str | None, password: str | None) -> str:
+    """``user:***@``, ``user@`` or nothing: the password itself never appears."""
+    if password is not None:
+        return f"{user or ''}:{MASK}@"
+    return f"{user}@" if user is not None else ""
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of every secret (longest first) with a mask."""
-    for secret in sorted({v for s in secrets for v in variants(s)}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text
+def query(raw: str) -> str:
+    """A raw query string with the values of secret-named parameters masked (``token=***``)."""
+    items = []
+    for item in raw.split("&"):
+        name, equals, _ = item.partition("=")
+        items.append(f"{name}={MASK}" if equals and is_secret_name(unquote(name)) else item)
+    return "&".join(items)
+
+
+def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
+    """A raw ``#`` fragment with every header value and secret-named option value masked.
+
+    ``plain`` names options that look secret but are not (redis's ``key=NAME``).
+    """
+    items = []
+    for item in raw.split("&"):
+        name, equals, value = item.partition("=")
+        key = unquote(name).strip().lower().replace("-", "_")
+        if key == "header" and equals:
+            header = unquote(value).partition(":")[0].strip()
+            items.append(f"{name}={header}:{MASK}")
+        elif equals and is_secret_name(key) and key not in plain:
+            items.append(f"{name}={MASK}")
+        else:
+            items.append(item)
+    return "&".join(items)
+
+
+def unparsed(text: str) -> str:
+    """A target that failed to parse, shown by what cannot be secret: scheme, host, path.
+
+    Whatever could be user information is masked wholesale: everything before the last ``@`` of
+    the authority, where a ``#`` does not end the authority (a raw ``#`` in a password would
+    otherwise cut it in two). A keyword DSN is shown by :func:`dsn_keywords` instead.
+    """
+    match = _SCHEME.match(text)
+    scheme, rest = (match.group(), text[match.end() :]) if match else ("", text)
+    if not rest.startswith("//"):  # dns:NAME, exec:..., or no scheme at all
+        head = re.split(r"[?#]", rest, maxsplit=1)[0]
+        shown = f"{MASK}@{head.rpartition('@')[2]}" if "@" in head else head
+        return scheme + shown + ("..." if len(head) < len(rest) else "")
+    rest = rest[2:]
+    end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    shown_userinfo = ""
+    if "@" in authority:
+        shown_userinfo = f"{MASK}@"
+        authority = authority.rpartition("@")[2]
+    host = _HOST.match(authority).group()  # type: ignore[union-attr]  # matches "" at least
+    if len(host) < len(authority):
+        tail = ""  # options (or garbage) follow: not needed to place the error
+    path = re.split(r"[?#]", tail, maxsplit=1)[0]
+    more = "..." if len(host) < len(authority) or len(path) < len(tail) else ""
+    return f"{scheme}//{shown_userinfo}{host}{path}{more}"
+
+
+_DSN_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)*)")
+
+
+def dsn_keywords(text: str) -> str:
+    """``host=db password=*** ...``: keywords as far as they can be read, secret values masked."""
+    shown = []
+    position = 0
+    while position < len(text.rstrip()):
+        match = _DSN_PAIR.match(text, position)
+        if match is None or match.end() == position:
+            shown.append("...")
+            break
+        key, value = match.group(1), match.group(2)
+        shown.append(f"{key}={MASK if is_secret_name(key) else value}")
+        position = match.end()
+    return " ".join(shown)

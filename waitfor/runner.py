@@ -106,7 +106,7 @@ async def run(
                 # deadline's cancellation, already due, end the wait.
                 await asyncio.Event().wait()
             state.attempt_began = None
-            reason = target.redact(outcome.reason)
+            reason = outcome.reason  # checks build reasons from parsed parts, never secrets
             if outcome.permanent:
                 emit(Event(EventType.FAILED, target, state.attempts, elapsed(), reason))
                 raise CheckFailed(str(target), reason)

@@ -14,14 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from waitfor import pgconninfo
+from waitfor import pgconninfo, redaction
 from waitfor.checks import KINDS, check_class
 from waitfor.checks.base import host_port
 from waitfor.errors import TargetError
-from waitfor.redaction import MASK, is_secret_name, scrub
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NOT_UTF8 = re.compile(r"[\ud800-\udfff]")  # argv and environ carry undecodable bytes as these
 _HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
 NAMESPACE_PLACEHOLDER = "{namespace}"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -38,7 +38,9 @@ class Target:
     host: str
     port: int | None
     options: object  # the check kind's frozen options value
-    display: str  # redacted, for every human and machine output
+    display: str  # built from the parsed parts without secrets: for every output
+    #: the credential values this target holds; nothing searches output for them (the display is
+    #: built without them), tests assert they never appear
     secrets: frozenset[str] = field(default=frozenset(), compare=False)
     params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
 
@@ -47,10 +49,6 @@ class Target:
 
     def __repr__(self) -> str:
         return f"Target({self.display!r})"
-
-    def redact(self, text: str) -> str:
-        """Hide this target's secrets in text that may quote them (error messages)."""
-        return scrub(text, self.secrets)
 
     def param(self, key: str) -> str | None:
         return dict(self.params).get(key)
@@ -67,27 +65,32 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         try:
             text = text.replace(NAMESPACE_PLACEHOLDER, pod_namespace())
         except ValueError as exc:
-            raise TargetError(_rough_redact(text), str(exc)) from None
+            raise TargetError(_unparsed(text), str(exc)) from None
     dsn = pgconninfo.looks_like_dsn(text)
     if dsn:  # libpq keyword form: host=db port=5432 dbname=app
         address, fragment = pgconninfo.split_dsn_fragment(text)
     else:
         address, _, fragment = text.partition("#")
+    # Until the address parses, show only what cannot be secret; then the display is built
+    # from the parsed parts (see waitfor.redaction).
+    shown = _unparsed(text)
     pairs = _option_pairs(fragment)
-    shown = scrub(_rough_redact(text), _pair_secrets(pairs))
     if not text:
         raise TargetError(text, "empty target")
     if _CONTROL.search(text):
         raise TargetError(shown, "contains control characters")
+    if _NOT_UTF8.search(text):
+        raise TargetError(shown, "contains bytes that are not UTF-8")
     match = _SCHEME.match(text)
     if not match and not dsn:
         raise TargetError(shown, f"missing scheme ({_EXAMPLES})")
     scheme = match.group(1).lower() if match else "postgresql"
-    if scheme not in KINDS and re.fullmatch(r"[^/:]+:\d+", text):  # wait-for-it's HOST:PORT
+    if scheme not in KINDS and re.fullmatch(r"[^/:@]+:\d+", text):  # wait-for-it's HOST:PORT
         raise TargetError(shown, f"missing scheme; for a TCP port write tcp://{text}")
     if scheme not in KINDS:
         known = ", ".join(f"{s}:" for s in KINDS)
         raise TargetError(shown, f"unknown scheme {scheme!r} (known: {known})")
+    hash_in_userinfo = not dsn and _hash_in_userinfo(address, fragment)
     try:
         for key, value in pairs:
             if _CONTROL.search(key + value):
@@ -95,17 +98,22 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         cls = check_class(scheme)
         parse_address = getattr(cls, "parse_address", None) or _ADDRESS_PARSERS[KINDS[scheme].name]
         parsed = parse_address(scheme, address)
+        # Options a kind declares plain (redis's key=NAME) are names, though named like secrets.
+        plain: frozenset[str] = getattr(cls, "PLAIN_OPTIONS", frozenset())
+        if not hash_in_userinfo:  # else the parts may be pieces of a password
+            shown = parsed.display + (f"#{redaction.options(fragment, plain)}" if fragment else "")
         given = {k for k, _ in pairs}
         for key, value in (defaults or {}).items():
             if key in cls.OPTION_NAMES and key not in given:
                 pairs.append((key, value))
         options = cls.parse_options(pairs)
     except ValueError as exc:
-        raise TargetError(shown, scrub(str(exc), _pair_secrets(pairs))) from None
-    # Options a kind declares plain (redis's key=NAME) are names, though named like secrets.
-    plain: frozenset[str] = getattr(cls, "PLAIN_OPTIONS", frozenset())
-    secrets = parsed.secrets | _pair_secrets([(k, v) for k, v in pairs if k not in plain])
-    display = parsed.display + (f"#{scrub(fragment, secrets)}" if fragment else "")
+        # Messages quote only what is not secret (hosts, ports, option names, paths); when a
+        # '#' may have cut a password in two, even those could be pieces of it.
+        problem = _HASH_IN_USERINFO if hash_in_userinfo else str(exc)
+        raise TargetError(shown, problem) from None
+    secrets = parsed.secrets | _option_secrets([(k, v) for k, v in pairs if k not in plain])
+    display = parsed.display + (f"#{redaction.options(fragment, plain)}" if fragment else "")
     return Target(
         kind=KINDS[scheme].name,
         scheme=scheme,
@@ -161,19 +169,13 @@ def _parse_http(scheme: str, address: str) -> _Address:
     parts = _split(address)
     host = _host(parts)
     port = _port(parts, default=443 if scheme == "https" else 80)
-    secrets = set()
-    userinfo = ""
-    if parts.password:
-        secrets.add(parts.password)
-        userinfo = f"{parts.username or ''}:{MASK}@"
-    elif parts.username is not None:
-        userinfo = f"{parts.username}@"
+    secrets = {parts.password} if parts.password else set()
     query = parts.query
     for name, value in _query_pairs(query):
-        if is_secret_name(name) and value:
+        if redaction.is_secret_name(name) and value:
             secrets.add(value)
-    netloc = userinfo + parts.netloc.rpartition("@")[2]
-    display = f"{scheme}://{netloc}{parts.path}" + (f"?{scrub(query, secrets)}" if query else "")
+    netloc = redaction.userinfo(parts.username, parts.password) + parts.netloc.rpartition("@")[2]
+    display = f"{scheme}://{netloc}{parts.path}" + (f"?{redaction.query(query)}" if query else "")
     return _Address(host, port, display, frozenset(secrets))
 
 
@@ -225,7 +227,7 @@ def _parse_postgres(scheme: str, address: str) -> _Address:
     params = pgconninfo.complete(given, os.environ)
     secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
     first = pgconninfo.endpoints(params)[0]
-    display = scrub(_rough_redact(address), secrets)
+    display = pgconninfo.display(address)
     return _Address(first.host, first.port, display, frozenset(secrets), tuple(params.items()))
 
 
@@ -311,22 +313,34 @@ def _option_pairs(fragment: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _pair_secrets(pairs: list[tuple[str, str]]) -> set[str]:
-    """Option values that are credentials: sensitive header values, secret-named options."""
+def _unparsed(text: str) -> str:
+    if pgconninfo.looks_like_dsn(text):
+        return redaction.dsn_keywords(pgconninfo.split_dsn_fragment(text)[0])
+    return redaction.unparsed(text)
+
+
+def _option_secrets(pairs: list[tuple[str, str]]) -> set[str]:
+    """Option values that are credentials: every header value, secret-named options."""
     secrets = set()
     for key, value in pairs:
         if key == "header":
-            header_value = value.partition(":")[2]
-            if header_value.strip():  # X-Api-Key, X-Vault-Token: any header may be a credential
-                secrets.add(header_value.strip())
-                # "Bearer abc": the credential alone may be quoted somewhere else
-                secrets.update(p for p in header_value.split()[1:] if len(p) > 3)
-        elif is_secret_name(key) and value:
+            header_value = value.partition(":")[2].strip()
+            if header_value:  # X-Api-Key, X-Vault-Token: any header may carry a credential
+                secrets.add(header_value)
+        elif redaction.is_secret_name(key) and value:
             secrets.add(value)
     return secrets
 
 
-def _rough_redact(text: str) -> str:
-    """Best-effort redaction for text that failed to parse: userinfo and password=... values."""
-    text = re.sub(r"(//[^/@:\s]*:)[^/@\s]*@", rf"\g<1>{MASK}@", text)
-    return re.sub(r"(?i)(password\s*=\s*)('[^']*'|[^\s&]+)", rf"\g<1>{MASK}", text)
+_HASH_IN_USERINFO = (
+    "a '#' or '@' in a user name or password must be percent-encoded (%23, %40); "
+    "options go after the path: scheme://HOST/#option=value"
+)
+
+
+def _hash_in_userinfo(address: str, fragment: str) -> bool:
+    """Whether the '#' taken as the options' start may sit inside a password (user:p#ss@host)."""
+    authority = address.partition("://")[2]
+    if not authority or "/" in authority or "?" in authority:
+        return False  # a path or query came first: this '#' is past the user information
+    return "@" in re.split(r"[/?]", fragment, maxsplit=1)[0]

@@ -23,6 +23,10 @@ SECRETS = (
     "dsn-pass-6",
     "env-pass-7",
     "wrong-pass-8",
+    "apikey-9",
+    "vault-10",
+    "quote #11",
+    "at-12",
 )
 
 
@@ -37,9 +41,14 @@ def secret_targets(
     cluster.psql("CREATE ROLE app LOGIN PASSWORD 'right'")
     dns_server.start()
     http, pg, dsn, env = free_port(), free_port(), free_port(), free_port()
+    quoted, raw_at, word = free_port(), free_port(), free_port()
     targets = [
         f"http://admin:pw-userinfo-1@127.0.0.1:{http}/health?token=tok-query-2"
-        "#header=Authorization:%20Bearer%20auth-hdr-3&header=Cookie:%20session=cookie-4",
+        "#header=Authorization:%20Bearer%20auth-hdr-3&header=Cookie:%20session=cookie-4"
+        "&header=X-Api-Key:%20apikey-9&header=X-Vault-Token:%20vault-10",
+        f"host=127.0.0.1 port={quoted} user=app password='it\\'s quote #11' dbname=x",
+        f"postgresql://app:raw@at-12@127.0.0.1:{raw_at}/db?sslmode=disable",
+        f"postgresql://postgres:postgres@127.0.0.1:{word}/postgres",
         f"postgresql://app:pg-uri-5@127.0.0.1:{pg}/db?sslmode=disable",
         f"host=127.0.0.1 port={dsn} user=app password='dsn-pass-6' dbname=x",
         f"postgresql://app@127.0.0.1:{env}/db#mode=query",  # PGPASSWORD
@@ -48,6 +57,9 @@ def secret_targets(
         f"dns://{dns_server.address}/missing.test",
     ]
     shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
+    shown += [f"port={quoted}", f"127.0.0.1:{raw_at}"]
+    # a password equal to words around it: the display is built, not searched and replaced
+    shown += [f"postgresql://postgres:***@127.0.0.1:{word}/postgres"]
     return targets, [*shown, f"127.0.0.1:{cluster.port}", dns_server.address]
 
 
@@ -84,3 +96,26 @@ def test_no_secret_in_library_exceptions(
     for secret in SECRETS:
         assert not any(secret in text for text in texts), secret
     assert all(address in str(info.value) for address in shown)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "postgresql://app:hash#tail-13@127.0.0.1:1/db",
+        "http://app:99#tail-13@127.0.0.1:1/",
+        "host=127.0.0.1 password=space tail-13",
+        "http://127.0.0.1:1/#header=X-Api-Key:%20tail-13&status=bogus",
+        "http://127.0.0.1:1/#header=X-Api-Key:%20t%C3%A1il-13",
+    ],
+)
+def test_no_secret_in_configuration_errors(target: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "1", target],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("waitfor: error: invalid target")
+    assert "tail" not in result.stderr, result.stderr
+    assert "il-13" not in result.stderr, result.stderr
