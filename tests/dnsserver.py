@@ -12,17 +12,29 @@ import itertools
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import dns.exception
+import dns.message
+import dns.rcode
+
 _addresses = (f"127.53.{n // 250}.{n % 250 + 1}" for n in itertools.count(os.getpid() % 5000))
+
+
+def next_address() -> str:
+    """A loopback address of this process's own, for a server on port 53."""
+    return next(_addresses)
 
 
 class DnsServer:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.address = next(_addresses)
+        self.address = next_address()
         self.hosts_file = root / "hosts"
         self.hosts_file.write_text("")
         self.conf_file = root / "dnsmasq.conf"
@@ -110,3 +122,52 @@ class DnsServer:
             self.process.terminate()
             self.process.wait(timeout=10)
             self.process = None
+
+
+class UdpResponder:
+    """A scripted DNS server: ``answer(query)`` returns the reply, or None to stay silent.
+
+    For what dnsmasq will not do: answer SERVFAIL as an upstream, drop the first query.
+    Listens on ``address`` port ``port`` (0: a free one) until stopped.
+    """
+
+    def __init__(
+        self,
+        answer: Callable[[dns.message.Message], dns.message.Message | None],
+        address: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.answer = answer
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((address, port))
+        self.sock.settimeout(0.1)
+        self.address, self.port = self.sock.getsockname()
+        self.received: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                wire, client = self.sock.recvfrom(65535)
+                query = dns.message.from_wire(wire)
+            except (TimeoutError, dns.exception.DNSException):
+                continue
+            except OSError:
+                return
+            self.received.append(f"{query.question[0].name} {query.question[0].rdtype.name}")
+            reply = self.answer(query)
+            if reply is not None:
+                self.sock.sendto(reply.to_wire(), client)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+def servfail(query: dns.message.Message) -> dns.message.Message:
+    reply = dns.message.make_response(query)
+    reply.set_rcode(dns.rcode.SERVFAIL)
+    return reply

@@ -1,11 +1,14 @@
 """DNS: a name resolves the way the application will resolve it, to enough of the right records.
 
-Without a nameserver in the target, the system's resolver configuration is used — resolv.conf's
-nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts`` — so ``dns:mysvc`` in a
-Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local svc.cluster.local cluster.local``)
-finds what the app would find; a trailing dot makes a name absolute. With a nameserver
+Without a nameserver in the target, names are looked up as glibc's getaddrinfo looks them up
+(see :mod:`.stubresolver`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
+resolv.conf's nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts``, so
+``dns:mysvc`` in a Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local ...``) finds what
+the app would find, and so do ``hostAliases``. A trailing dot makes a name absolute. An explicit
+``?type=`` asks the DNS only (the same search list), as a record query does. With a nameserver
 (``dns://10.96.0.10/mysvc.ns.svc.cluster.local.``) only that server is asked and the name is
-taken as absolute. Every attempt asks afresh: nothing is cached, not even a negative answer.
+taken as absolute (dnspython). Every attempt asks afresh: nothing is cached, not even a
+negative answer.
 
 Without a type, the name must have addresses (A or AAAA, asked concurrently). ``min=N`` awaits
 N records (a headless Service lists only its ready pods); ``value=X`` awaits a record equal to X.
@@ -25,6 +28,7 @@ import dns.rdata
 import dns.rdatatype
 import dns.resolver
 
+from waitfor.checks import stubresolver
 from waitfor.checks.base import Check, OptionPairs, Outcome, reject_unknown, single
 
 RESOLV_CONF = "/etc/resolv.conf"
@@ -76,25 +80,62 @@ class DnsCheck(Check):
 
     @cached_property
     def _resolver(self) -> dns.asyncresolver.Resolver:
-        nameserver = self.target.param("nameserver")
-        if nameserver:
-            resolver = dns.asyncresolver.Resolver(configure=False)
-            resolver.nameservers = [nameserver]
-            resolver.port = int(self.target.param("port") or 53)
-        else:
-            resolver = dns.asyncresolver.Resolver(filename=self.options.resolv_conf or RESOLV_CONF)
+        """For ``dns://NAMESERVER/NAME``: that server only."""
+        resolver = dns.asyncresolver.Resolver(configure=False)
+        resolver.nameservers = [self.target.param("nameserver") or ""]
+        resolver.port = int(self.target.param("port") or 53)
         resolver.cache = None  # each attempt asks afresh; no negative caching
         return resolver
 
     async def probe(self, budget: float) -> Outcome:
-        try:
-            resolver = self._resolver
-        except (dns.resolver.NoResolverConfiguration, OSError) as exc:
-            return Outcome.fatal(f"no usable resolver configuration: {exc}")
+        if not self.target.param("nameserver"):
+            return await self._like_the_app(budget)
+        resolver = self._resolver
         rdtype = self.target.param("type")
         types = (rdtype,) if rdtype else ("A", "AAAA")
         lookups = await asyncio.gather(*(self._lookup(resolver, t, budget) for t in types))
         return self._judge(lookups, "/".join(types) if rdtype else "A/AAAA")
+
+    async def _like_the_app(self, budget: float) -> Outcome:
+        """nsswitch's sources in order, each one's answer judged by its [STATUS=ACTION]."""
+        name, rdtype = self.name, self.target.param("type")
+        described = rdtype or "A/AAAA"
+        if not rdtype and stubresolver.is_ip(name):  # getaddrinfo answers a literal itself
+            return self._judge([_Lookup("A", records=((name,),))], described)
+        path = self.options.resolv_conf or RESOLV_CONF
+        try:
+            config = stubresolver.read_resolv_conf(path, os.environ)
+        except OSError as exc:
+            return Outcome.fatal(f"cannot read {path}: {exc.strerror}")
+        sources = stubresolver.hosts_sources() if not rdtype else [("dns", {})]
+        records: tuple[tuple[str, ...], ...] = ()
+        reasons = []
+        for source, actions in sources:
+            if source == "files":
+                found = stubresolver.hosts_file_addresses(name)
+                status = "UNAVAIL" if found is None else "SUCCESS" if found else "NOTFOUND"
+                records = tuple((address,) for address in found or [])
+            else:
+                types = (rdtype,) if rdtype else ("A", "AAAA")
+                try:
+                    async with asyncio.timeout(budget):
+                        result = await stubresolver.search(name, types, config)
+                except TimeoutError:
+                    servers = ", ".join(config.nameservers)
+                    reasons.append(f"timed out: no answer from {servers} in {budget:.1f}s")
+                    status = "TRYAGAIN"
+                else:
+                    status = result.status
+                    records = tuple(_forms(rdata) for rdata in result.records)
+                    if not records:
+                        reasons.append(_search_reason(result, name, described))
+            if actions.get(status, "return" if status == "SUCCESS" else "continue") == "return":
+                break
+        if records:
+            return self._judge([_Lookup(described, records=records)], described)
+        if not sources:
+            return Outcome.down("nsswitch.conf's hosts line names no source waitfor can ask")
+        return Outcome.down("; ".join(reasons) or f"{name} is not in /etc/hosts")
 
     async def _lookup(
         self, resolver: dns.asyncresolver.Resolver, rdtype: str, budget: float
@@ -148,6 +189,18 @@ def _forms(rdata: dns.rdata.Rdata) -> tuple[str, ...]:
         text = b"".join(rdata.strings).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
         return (text, text.lower())
     return (rdata.to_text(),)
+
+
+def _search_reason(result: stubresolver.Search, name: str, described: str) -> str:
+    """Why a search-list lookup found nothing, naming each name tried."""
+    tried = result.tried
+    if all(c.outcome == "NXDOMAIN" for c in tried):
+        return f"NXDOMAIN: no such name (tried {', '.join(c.name for c in tried)})"
+    if len(tried) == 1 and tried[0].outcome == "NODATA":
+        return f"no {described} record for {name}"
+    if len(tried) == 1 and tried[0].outcome == "SERVFAIL":
+        return f"server failure: {tried[0].detail}"
+    return "not found: " + "; ".join(f"{c.name}: {c.detail}" for c in tried)
 
 
 def _failures(exc: dns.resolver.NoNameservers) -> str:
