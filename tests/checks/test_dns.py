@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST
-from tests.dnsserver import DnsServer
+from tests.dnsserver import DnsServer, UdpResponder, servfail
 from tests.servers import free_port
-from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.dns import DnsCheck
 
 
@@ -195,8 +195,33 @@ def test_invalid_dns_targets(text: str, problem: str) -> None:
         parse_target(text)
 
 
-def test_missing_resolver_configuration_is_a_configuration_error(tmp_path: Path) -> None:
-    empty = tmp_path / "resolv.conf"
-    empty.write_text("# no nameserver\n")
-    with pytest.raises(CheckFailed, match="no usable resolver configuration"):
-        wait_for(f"dns:db.test#resolv_conf={empty}", timeout=5)
+def test_no_nameserver_line_asks_the_local_host(tmp_path: Path) -> None:
+    """As glibc does (not a configuration error): 127.0.0.1, here with nothing listening."""
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("# no nameserver\noptions timeout:1 attempts:1\n")
+    ready, reason = probe(f"dns:db.test.#resolv_conf={conf}", budget=3)
+    assert not ready
+    assert "127.0.0.1" in reason
+
+
+def test_the_search_list_goes_on_past_servfail_and_nodata(server: DnsServer) -> None:
+    """glibc's res_search does; dnspython's stops at the first SERVFAIL or NODATA."""
+    upstream = UdpResponder(servfail)
+    try:
+        server.add_host("svc.good.test", "10.4.0.1")
+        server.add_config(
+            "txt-record=svc.nodata.test,text only", f"server=/bad.test/127.0.0.1#{upstream.port}"
+        )
+        conf = server.resolv_conf(search="bad.test nodata.test good.test")
+        assert probe(f"dns:svc#resolv_conf={conf}") == (True, "1 A/AAAA record: 10.4.0.1")
+        ready, reason = probe(f"dns:other#resolv_conf={conf}")
+        assert not ready
+        assert reason == (
+            "not found: other.bad.test: SERVFAIL from "
+            f"{server.address}:53; other.nodata.test: NXDOMAIN; other.good.test: NXDOMAIN; "
+            "other: NXDOMAIN"
+        )
+        # An explicit type asks the DNS the same way.
+        assert probe(f"dns:svc?type=A#resolv_conf={conf}") == (True, "1 A record: 10.4.0.1")
+    finally:
+        upstream.stop()
