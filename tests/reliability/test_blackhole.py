@@ -29,6 +29,9 @@ SILENT = {
     "http": f"http://{SERVER_ADDRESS}:8080/healthz",
     "postgresql": f"postgresql://{SERVER_ADDRESS}:5433/app",
     "dns": f"dns://{SERVER_ADDRESS}/db.example",
+    "mysql": f"mysql://{SERVER_ADDRESS}:3306",
+    "redis": f"redis://{SERVER_ADDRESS}:6379",
+    "memcached": f"memcached://{SERVER_ADDRESS}:11211",
 }
 OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, process wall time)
 
@@ -36,7 +39,7 @@ OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, pr
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[Hosts]:
     with two_hosts() as made:
-        for port in (5432, 8080, 5433):
+        for port in (5432, 8080, 5433, 3306, 6379, 11211):
             drop(made, "tcp", port)
         drop(made, "udp", 53)
         reject_with_reset(made, 6000)

@@ -27,6 +27,9 @@ SECRETS = (
     "vault-10",
     "quote #11",
     "at-12",
+    "mysql-pass-13",
+    "redis-pass-14",
+    "memcached-pass-15",
 )
 
 
@@ -55,6 +58,9 @@ def secret_targets(
         f"postgresql://app:wrong-pass-8@127.0.0.1:{cluster.port}/postgres#mode=query",
         f"tcp://127.0.0.1:{free_port()}",
         f"dns://{dns_server.address}/missing.test",
+        f"mysql://app:mysql-pass-13@127.0.0.1:{free_port()}/db?ssl-mode=REQUIRED#mode=query",
+        f"rediss://app:redis-pass-14@127.0.0.1:{free_port()}/1#key=k",
+        f"memcached://app:memcached-pass-15@127.0.0.1:{free_port()}",
     ]
     shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
     shown += [f"port={quoted}", f"127.0.0.1:{raw_at}"]

@@ -1,0 +1,119 @@
+"""Hostile peers for the kinds that speak a protocol natively: at worst "not ready", never a crash.
+
+A real TCP server sends fuzzed bytes (after a well-formed MySQL greeting too, so the login's
+answers get fuzzed as well), then hangs up; the real checks must answer with an Outcome within
+the attempt's budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from waitfor import parse_target
+from waitfor.checks import check_class
+from waitfor.checks.base import Outcome
+
+EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "400")) // 4
+BUDGET = 2.0
+
+
+def mysql_packet(sequence: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "little") + bytes([sequence]) + payload
+
+
+GREETING = mysql_packet(
+    0,
+    b"\x0a8.0.99-fuzz\0"
+    + struct.pack("<I", 7)
+    + b"abcdefgh\0"
+    + struct.pack("<HBHH", 0xF7FF, 33, 2, 0x81FF)
+    + bytes([21])
+    + bytes(10)
+    + b"ijklmnopqrst\0mysql_native_password\0",
+)
+
+
+@contextmanager
+def hostile_server(answer: bytes) -> Iterator[int]:
+    """Sends ``answer`` to every client, reads a little, then hangs up."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(0.2)
+                conn.sendall(answer)
+                conn.recv(4096)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def attempt(url: str) -> tuple[Outcome, float]:
+    target = parse_target(url)
+
+    async def run() -> Outcome:
+        try:
+            async with asyncio.timeout(BUDGET):
+                return await check_class(target.scheme)(target).probe(BUDGET)
+        except TimeoutError:
+            return Outcome.down("timed out")
+
+    started = time.monotonic()
+    return asyncio.run(run()), time.monotonic() - started
+
+
+answers = st.one_of(
+    st.binary(max_size=200),
+    st.binary(max_size=200).map(lambda tail: GREETING + tail),
+    st.lists(
+        st.sampled_from([b"+PONG", b"-LOADING x", b"$-1", b"$99999999", b"*3", b":x", b"VERSION"]),
+        max_size=4,
+    ).map(lambda lines: b"\r\n".join(lines) + b"\r\n"),
+)
+urls = st.sampled_from(
+    [
+        "mysql://u:p@127.0.0.1:{port}",
+        "mysql://127.0.0.1:{port}",
+        "redis://:p@127.0.0.1:{port}#key=k&role=master",
+        "redis://127.0.0.1:{port}",
+        "memcached://u:p@127.0.0.1:{port}",
+        "memcached://127.0.0.1:{port}",
+    ]
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(answers, urls)
+def test_fuzzed_answers_are_an_outcome_in_time(answer: bytes, url: str) -> None:
+    with hostile_server(answer) as port:
+        outcome, took = attempt(url.format(port=port))
+    assert isinstance(outcome, Outcome)
+    assert outcome.reason
+    assert "\n" not in outcome.reason
+    assert took < BUDGET + 1.0
+    if not outcome.ready:
+        assert not outcome.permanent  # a hostile peer is never the user's configuration error
