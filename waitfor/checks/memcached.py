@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import unquote
 
+from waitfor import redaction
 from waitfor.checks import net
 from waitfor.checks.base import Check, Outcome, describe_os_error, host_port
-from waitfor.redaction import MASK
 from waitfor.targets import _Address, _host, _port, _split
 
 DEFAULT_PORT = 11211
@@ -33,7 +33,7 @@ class MemcachedCheck(Check):
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         if " " in user or " " in password or "\n" in user + password:
             raise ValueError("memcached user and password cannot contain spaces")
-        userinfo = f"{parts.username}:{MASK}@" if parts.password is not None else ""
+        userinfo = redaction.userinfo(parts.username, parts.password)
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
         secrets = frozenset({password} - {""})
         return _Address(host, port, display, secrets, (("user", user), ("password", password)))

@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from waitfor import redaction
 from waitfor.checks import net
 from waitfor.checks.base import (
     Check,
@@ -43,7 +44,6 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.checks.mysqlping import ProtocolError, default_user, ping
-from waitfor.redaction import MASK
 from waitfor.targets import _Address, _host, _port, _query_pairs, _split
 
 if TYPE_CHECKING:
@@ -87,14 +87,9 @@ def parse_mysql_address(scheme: str, address: str) -> _Address:
     if params["ssl_mode"] not in SSL_MODES:
         shown = params["ssl_mode"]
         raise ValueError(f"ssl-mode must be one of {', '.join(SSL_MODES)}, not {shown!r}")
-    userinfo = ""
-    if parts.password is not None:
-        userinfo = f"{parts.username or ''}:{MASK}@"
-    elif parts.username is not None:
-        userinfo = f"{parts.username}@"
-    query = "&".join(f"{k}={v}" for k, v in _query_pairs(parts.query))
-    display = f"{scheme}://{userinfo}{host_port(host, port)}{parts.path if database else ''}"
-    display += f"?{query}" if query else ""
+    display = f"{scheme}://{redaction.userinfo(parts.username, parts.password)}"
+    display += host_port(host, port) + (parts.path if database else "")
+    display += f"?{redaction.query(parts.query)}" if parts.query else ""
     secrets = frozenset({password, parts.password or ""} - {""})
     return _Address(host, port, display, secrets, tuple(params.items()))
 

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import ClassVar
 from urllib.parse import unquote
 
+from waitfor import redaction
 from waitfor.checks import net
 from waitfor.checks.base import (
     Check,
@@ -37,7 +38,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.redaction import MASK
 from waitfor.targets import _Address, _host, _port, _split
 
 DEFAULT_PORT = 6379
@@ -91,12 +91,10 @@ class RedisCheck(Check):
         if database and not (database.isascii() and database.isdigit()):
             raise ValueError(f"the path is the database number, not {parts.path!r}")
         password = unquote(parts.password or "")
-        userinfo = ""
-        if parts.password is not None:
-            userinfo = f"{parts.username or ''}:{MASK}@"
-        elif parts.username:
-            # redis://secret@host: redis-py and redis-cli take a lone userinfo as the password
-            userinfo, password = f"{MASK}@", unquote(parts.username)
+        userinfo = redaction.userinfo(parts.username, parts.password)
+        if parts.password is None and parts.username:
+            # redis://secret@host: redis-cli takes a lone userinfo as the password
+            userinfo, password = f"{redaction.MASK}@", unquote(parts.username)
         user = unquote(parts.username or "") if parts.password is not None else ""
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
         display += f"/{database}" if database else ""
