@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ def podman_popen(*args: str) -> subprocess.Popen[str]:
 
 
 @pytest.fixture(scope="session")
-def image() -> Iterator[str]:
+def image() -> str:
     """The image, built by images/build (which installs podman where it is missing)."""
     if os.geteuid() != 0:
         pytest.skip("the image tests run podman as root (rootful storage and networking)")
@@ -39,6 +38,6 @@ def image() -> Iterator[str]:
     if build.returncode != 0 and "podman" in build.stderr and "cannot" in build.stderr.lower():
         pytest.skip(f"podman cannot run here: {build.stderr.strip().splitlines()[-1]}")
     assert build.returncode == 0, build.stderr
-    # No "container prune" here: it would also remove containers that are not this suite's
-    # (another run's, a developer's). Each test removes what it starts, by name or ID.
-    yield build.stdout.strip()
+    # No "container prune" afterwards: it would also remove containers that are not this
+    # suite's (another run's, a developer's). Each test removes what it starts, by name or ID.
+    return build.stdout.strip()
