@@ -15,6 +15,7 @@ from typing import Any
 
 from bench import plots
 from bench.scenarios import (
+    DataStores,
     Postgres,
     Series,
     Tool,
@@ -22,7 +23,9 @@ from bench.scenarios import (
     count_probes,
     detection,
     dns_server,
+    greeting_at,
     queries_logged,
+    redis_ready_at,
     rejected_logged,
     run_measured,
 )
@@ -59,15 +62,17 @@ def main() -> None:
             saved.write_text(json.dumps(results, indent=1))  # progress survives a failure
 
     postgres = Postgres()
+    stores = DataStores()
     try:
         with dns_server() as dns:
-            section("cold_start", lambda: measure_cold_start(wf, wfi, dns.address, runs))
-            section("detection", lambda: measure_detection(wf, wfi, postgres, trials))
+            section("cold_start", lambda: measure_cold_start(wf, wfi, dns.address, stores, runs))
+            section("detection", lambda: measure_detection(wf, wfi, postgres, stores, trials))
             section("probe_rate", lambda: measure_probe_rates(wf, postgres, 2 if args.quick else 6))
             section("fan_out", lambda: measure_fan_out(wf, wfi, dns.address, args.quick))
         section("footprint", lambda: footprint(Path(wf).parent.parent))
     finally:
         postgres.close()
+        stores.close()
     plots.draw(results, args.out)
     (args.out / "README.md").write_text(plots.tables(results))
     print(f"wrote {args.out}/README.md, results.json and plots", file=sys.stderr)
@@ -87,8 +92,23 @@ def as_dict(series: list[Series]) -> dict[str, dict[str, float]]:
     }
 
 
-def measure_cold_start(wf: str, wfi: str, dns: str, runs: int) -> dict[str, Any]:
-    port = free_port()
+def measure_cold_start(
+    wf: str, wfi: str, dns: str, stores: DataStores, runs: int
+) -> dict[str, Any]:
+    port, my, rd, mc = free_ports(4)
+    with contextlib.ExitStack() as running:
+        for server in (
+            running.enter_context(stores.mariadb(my)),
+            running.enter_context(stores.redis(rd)),
+            running.enter_context(stores.memcached(mc)),
+        ):
+            server.start()
+        return _cold_start(wf, wfi, dns, port, my, rd, mc, runs)
+
+
+def _cold_start(
+    wf: str, wfi: str, dns: str, port: int, my: int, rd: int, mc: int, runs: int
+) -> dict[str, Any]:
     with tcp_listener(port), http_server(Script()) as (url, _):
         tools = [
             Tool("python -c pass", [sys.executable, "-c", "pass"]),
@@ -100,11 +120,21 @@ def measure_cold_start(wf: str, wfi: str, dns: str, runs: int) -> dict[str, Any]
             Tool("busybox nslookup", ["busybox", "nslookup", "ready.test", dns]),
             Tool("waitfor http", [wf, "-q", url]),
             Tool("curl", ["curl", "-fsS", "-o", "/dev/null", url]),
+            Tool("waitfor mysql", [wf, "-q", f"mysql://root@127.0.0.1:{my}"]),
+            Tool(
+                "mysqladmin ping", ["mysqladmin", "--no-defaults", "-h127.0.0.1", f"-P{my}", "ping"]
+            ),
+            Tool("waitfor mysql query", [wf, "-q", f"mysql://root@127.0.0.1:{my}/#mode=query"]),
+            Tool("waitfor redis", [wf, "-q", f"redis://127.0.0.1:{rd}"]),
+            Tool("redis-cli ping", ["redis-cli", "-h", "127.0.0.1", "-p", str(rd), "ping"]),
+            Tool("waitfor memcached", [wf, "-q", f"memcached://127.0.0.1:{mc}"]),
         ]
         return as_dict(cold_start(tools, runs))
 
 
-def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dict[str, Any]:
+def measure_detection(
+    wf: str, wfi: str, postgres: Postgres, stores: DataStores, trials: int
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
     flags = ["-q", "-t", "60"]
 
@@ -189,6 +219,62 @@ def measure_detection(wf: str, wfi: str, postgres: Postgres, trials: int) -> dic
             ],
             trials,
             pg_up,
+            up.close,
+            wall_clock=True,
+        )
+    )
+
+    # MySQL: a MariaDB server starts; ready when it first greets a client.
+    my_port = free_port()
+
+    def mysql_up() -> float:
+        server = up.enter_context(stores.mariadb(my_port))
+        server.start(wait=False)
+        return greeting_at(my_port)
+
+    results["mysql"] = as_dict(
+        detection(
+            [
+                Tool("waitfor", [wf, *flags, f"mysql://127.0.0.1:{my_port}"]),
+                Tool(
+                    "mysqladmin ping loop (sleep 1)",
+                    [
+                        f"until mysqladmin --no-defaults -h127.0.0.1 -P{my_port} ping "
+                        ">/dev/null 2>&1; do sleep 1; done"
+                    ],
+                    True,
+                ),
+            ],
+            trials,
+            mysql_up,
+            up.close,
+            wall_clock=True,
+        )
+    )
+
+    # Redis: a server starts; ready when it logs so.
+    redis_port = free_port()
+
+    def redis_up() -> float:
+        server = up.enter_context(stores.redis(redis_port))
+        server.start(wait=False)
+        return redis_ready_at(server)
+
+    results["redis"] = as_dict(
+        detection(
+            [
+                Tool("waitfor", [wf, *flags, f"redis://127.0.0.1:{redis_port}"]),
+                Tool(
+                    "redis-cli ping loop (sleep 1)",
+                    [
+                        f"until redis-cli -h 127.0.0.1 -p {redis_port} ping 2>/dev/null "
+                        "| grep -q PONG; do sleep 1; done"
+                    ],
+                    True,
+                ),
+            ],
+            trials,
+            redis_up,
             up.close,
             wall_clock=True,
         )

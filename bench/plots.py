@@ -15,6 +15,9 @@ PEERS = {  # waitfor's figure -> the peer it is compared with
     "waitfor postgresql": "pg_isready",
     "waitfor dns": "busybox nslookup",
     "waitfor http": "curl",
+    "waitfor mysql": "mysqladmin ping",
+    "waitfor mysql query": "mysqladmin ping",
+    "waitfor redis": "redis-cli ping",
 }
 
 

@@ -8,6 +8,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -19,8 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from tests import mysqld
 from tests.dnsserver import DnsServer
 from tests.pg import Cluster, make_template
+from tests.redisd import Memcached, RedisServer
 
 
 @dataclass
@@ -84,6 +87,75 @@ class Postgres:
 
     def close(self) -> None:
         shutil.rmtree(self.template.parent, ignore_errors=True)
+
+
+class DataStores:
+    """Throw-away MariaDB, Redis and memcached servers (the test suite's helpers), each in a temp
+    dir of its own and on a given port, so waiters started before it know where to look."""
+
+    def __init__(self) -> None:
+        self.mariadb_template = mysqld.make_template()
+
+    @contextmanager
+    def mariadb(self, port: int) -> Iterator[mysqld.MariaDB]:
+        root = Path(tempfile.mkdtemp(prefix="waitfor-bench-mariadb-"))
+        server = mysqld.MariaDB(self.mariadb_template, root)
+        server.port = port
+        try:
+            yield server
+        finally:
+            server.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+    @contextmanager
+    def redis(self, port: int) -> Iterator[RedisServer]:
+        root = Path(tempfile.mkdtemp(prefix="waitfor-bench-redis-"))
+        server = RedisServer(root)
+        server.port = port
+        try:
+            yield server
+        finally:
+            server.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+    @contextmanager
+    def memcached(self, port: int) -> Iterator[Memcached]:
+        root = Path(tempfile.mkdtemp(prefix="waitfor-bench-memcached-"))
+        server = Memcached(root)
+        server.port = port
+        try:
+            yield server
+        finally:
+            server.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.mariadb_template.parent, ignore_errors=True)
+
+
+def greeting_at(port: int, timeout: float = 60) -> float:
+    """Wall-clock time a server on ``port`` first sends a greeting, polled every 5 ms (MariaDB
+    logs readiness to the second only; it listens once ready, and greets at once)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1) as s:
+            if s.recv(1):
+                return time.time()
+        time.sleep(0.005)
+    raise RuntimeError(f"nothing greeted on port {port}")
+
+
+def redis_ready_at(server: RedisServer, timeout: float = 60) -> float:
+    """Wall-clock time redis-server logged "Ready to accept connections" (to the millisecond)."""
+    deadline = time.monotonic() + timeout
+    log = server.root / "server.log"
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines() if log.exists() else []:
+            if "Ready to accept connections" in line:
+                stamp = " ".join(line.split()[1:5])  # 29 Nov 2026 20:31:02.123
+                return datetime.strptime(stamp, "%d %b %Y %H:%M:%S.%f").timestamp()
+        time.sleep(0.01)
+    raise RuntimeError("redis-server did not log readiness")
 
 
 @contextmanager

@@ -24,7 +24,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"cold_start", "detection", "probe_rate", "fan_out", "footprint"}
-    assert set(results["detection"]) == {"tcp", "http", "postgresql", "dns"}
+    assert set(results["detection"]) == {"tcp", "http", "postgresql", "mysql", "redis", "dns"}
     report = (tmp_path / "README.md").read_text()
     assert "| waitfor tcp |" in report
     for plot in ("cold_start.png", "detection.png", "fan_out.png"):
