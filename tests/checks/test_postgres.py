@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -472,6 +473,78 @@ def test_query_mode_wrong_password_is_retried_and_reported(pg_cluster: MakeClust
     assert "wrong" not in str(info.value)
     threading.Timer(0.5, lambda: cluster.psql("ALTER ROLE app PASSWORD 'wrong'")).start()
     assert wait_for(url, timeout=10)[0].ready
+
+
+def test_query_mode_judges_login_failures_by_sqlstate(pg_cluster: MakeCluster) -> None:
+    """A role that may not log in (28000) is an authentication failure too, and is retried:
+    not something to recognise by its English words."""
+    cluster = pg_cluster()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    cluster.psql("CREATE ROLE late NOLOGIN PASSWORD 'pw'")
+    url = f"postgresql://late:pw@127.0.0.1:{cluster.port}/postgres#mode=query"
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(url, timeout=1.5)
+    [result] = info.value.results
+    assert result.reason.startswith("authentication failed:"), result.reason
+    assert "28000" not in result.reason  # the code is for judging; the words are for people
+    threading.Timer(0.5, lambda: cluster.psql("ALTER ROLE late LOGIN")).start()
+    assert wait_for(url, timeout=10)[0].ready
+
+
+GERMAN_28P01 = "Passwort-Authentifizierung für Benutzer »app« fehlgeschlagen"
+
+
+def test_query_mode_login_failures_in_another_language() -> None:
+    """A server whose lc_messages is German: the SQLSTATE still says what happened."""
+    with password_server(GERMAN_28P01) as port:
+        url = f"postgresql://app:pw@127.0.0.1:{port}/x?sslmode=disable#mode=query"
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(url, timeout=1.5)
+        [result] = info.value.results
+        assert result.attempts > 1
+        assert result.reason.startswith("authentication failed:"), result.reason
+        assert GERMAN_28P01 in result.reason
+        # No password at all: libpq's own flag says so (no message text involved): exit 2.
+        with pytest.raises(CheckFailed, match="asks for a password and none was given"):
+            wait_for(f"postgresql://app@127.0.0.1:{port}/x?sslmode=disable#mode=query", timeout=5)
+
+
+@contextmanager
+def password_server(message: str) -> Iterator[int]:
+    """Asks every client for a cleartext password, then refuses it with 28P01 and ``message``."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve_one(conn: socket.socket) -> None:
+        conn.settimeout(5)
+        (length,) = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))
+        conn.recv(length - 4, socket.MSG_WAITALL)  # the start-up message
+        conn.sendall(b"R" + struct.pack("!ii", 8, 3))  # AuthenticationCleartextPassword
+        if not conn.recv(1024):
+            return  # libpq had no password to send
+        fields = [b"SFATAL", b"VFATAL", b"C28P01", b"M" + message.encode()]
+        body = b"".join(field + b"\0" for field in fields) + b"\0"
+        conn.sendall(b"E" + struct.pack("!i", len(body) + 4) + body)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError, struct.error):
+                serve_one(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
 
 
 def test_query_mode_without_password_is_a_configuration_error(pg_cluster: MakeCluster) -> None:

@@ -27,7 +27,10 @@ from waitfor.pgconninfo import endpoints
 if TYPE_CHECKING:
     import psycopg
 
+    from waitfor.checks import pglogin
+
 MODES = ("ping", "query")
+AUTHENTICATION_FAILED = frozenset({"28P01", "28000"})  # invalid password; authorization spec
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class PostgresCheck(Check):
         import psycopg  # heavy (~250 ms): only query-mode targets pay for it
         from psycopg.conninfo import make_conninfo
 
+        from waitfor.checks import pglogin
+
         params = self.params
         params.setdefault("application_name", "waitfor")
         params["connect_timeout"] = str(max(int(budget + 0.999), 2))
@@ -89,10 +94,8 @@ class PostgresCheck(Check):
         except net.ResolveError as exc:
             return Outcome.down(exc.detail)
         try:
-            connection = await psycopg.AsyncConnection.connect(
-                make_conninfo(**params), autocommit=True
-            )
-        except psycopg.OperationalError as exc:
+            connection = await pglogin.connect(make_conninfo(**params))
+        except pglogin.LoginFailed as exc:
             return _connect_failure(exc)
         try:
             async with connection:
@@ -155,14 +158,15 @@ async def _primary_state(connection: psycopg.AsyncConnection[tuple[object, ...]]
     return Outcome.up("SELECT 1 succeeded on a primary accepting writes")
 
 
-def _connect_failure(exc: Exception) -> Outcome:
+def _connect_failure(exc: pglogin.LoginFailed) -> Outcome:
+    """Judged by libpq's flag and the server's SQLSTATE, never by (translated) message text."""
     message = _first_line(exc)
-    if "no password supplied" in message:
+    if exc.needs_password:
         return Outcome.fatal(
             "the server asks for a password and none was given "
             "(put it in the URL, password=, PGPASSWORD or a passfile)"
         )
-    if "password authentication failed" in message or "authentication failed" in message:
+    if exc.sqlstate in AUTHENTICATION_FAILED:  # retried: roles and passwords come late
         return Outcome.down(f"authentication failed: {message}")
     return Outcome.down(message)
 
