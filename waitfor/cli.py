@@ -7,6 +7,7 @@ targets are ready; it replaces waitfor's process, so it gets signals and exit co
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import sys
@@ -18,11 +19,16 @@ import click
 
 from waitfor import api
 from waitfor.backoff import Backoff
+from waitfor.checks.base import describe_os_error
 from waitfor.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.report import OUTPUTS, make_reporter
+from waitfor.stdio import flush_stdio, harden_stdio
 
 COMMAND_KEY = "waitfor.command"
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+#: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
+_INHERITED_IGNORED: list[signal.Signals] = []
 MIN_INTERVAL = 0.01
 
 EPILOG = """\b
@@ -142,6 +148,8 @@ def cli(
 ) -> None:
     """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
     command: list[str] = ctx.meta.get(COMMAND_KEY, [])
+    if command and not command[0]:
+        raise click.UsageError("the command after -- is empty")
     if not targets:
         raise click.UsageError("no targets given (as arguments or in WAITFOR_TARGETS)")
     if attempt_timeout <= 0:
@@ -185,7 +193,7 @@ def run_until_signal(coroutine: Any) -> Any:
             received.append(signum)
             task.cancel()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in INTERRUPTS:
             loop.add_signal_handler(signum, on_signal, signum)
         try:
             return await coroutine
@@ -194,31 +202,59 @@ def run_until_signal(coroutine: Any) -> Any:
                 raise Interrupted(received[0]) from None
             raise
         finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
+            # The loop's removal restores the *default* handlers, which a PID 1 never gets:
+            # put waitfor's own back, with the signals held meanwhile so none is lost.
+            signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+            try:
+                for signum in INTERRUPTS:
+                    loop.remove_signal_handler(signum)
+                    signal.signal(signum, _exiting if received else _interrupt)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)
 
     return asyncio.run(main())
 
 
 def exec_command(command: Sequence[str]) -> NoReturn:
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """Become the command, started as a shell would start it."""
+    flush_stdio()
+    # Python ignores SIGPIPE and SIGXFSZ for itself; the command must get the defaults (else
+    # `yes | head -1` says "Broken pipe"), and the interrupts ignored if waitfor inherited them so.
+    # Handlers waitfor installed are reset by exec itself.
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(signum, signal.SIG_DFL)
+    for signum in _INHERITED_IGNORED:
+        signal.signal(signum, signal.SIG_IGN)
     try:
         os.execvp(command[0], list(command))
-    except FileNotFoundError:
-        _die(f"command not found: {command[0]}", 127)
     except OSError as exc:
+        for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(signum, signal.SIG_IGN)  # back to Python's, to report safely
+        if isinstance(exc, FileNotFoundError):
+            _die(f"command not found: {command[0]}", 127)
         _die(f"cannot run {command[0]}: {exc.strerror}", 126)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    _ignore_interrupts()
     raise Interrupted(signum)
+
+
+def _exiting(signum: int, frame: FrameType | None) -> None:
+    """Interrupted already and on the way out: a second Ctrl-C changes nothing."""
+
+
+def _ignore_interrupts() -> None:
+    for signum in INTERRUPTS:
+        signal.signal(signum, _exiting)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     # Installed first thing: as PID 1 in a container, a signal without a handler is ignored.
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    _INHERITED_IGNORED[:] = [s for s in INTERRUPTS if signal.getsignal(s) is signal.SIG_IGN]
+    for signum in INTERRUPTS:
         signal.signal(signum, _interrupt)
+    harden_stdio()
     try:
         cli.main(
             args=list(argv) if argv is not None else None,
@@ -228,12 +264,22 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         )
     except click.exceptions.Exit as exc:  # --help, --version
         sys.exit(exc.exit_code)
+    except click.exceptions.Abort:  # click's word for a KeyboardInterrupt it caught
+        _ignore_interrupts()
+        _die(str(Interrupted(signal.SIGINT)), Interrupted(signal.SIGINT).exit_code)
     except click.ClickException as exc:
         _die(exc.format_message(), 2)
     except WaitTimeout:
         sys.exit(WaitTimeout.exit_code)  # the reporter has said what was still not ready
+    except Interrupted as exc:
+        _ignore_interrupts()
+        _die(str(exc), exc.exit_code)
     except WaitforError as exc:
         _die(str(exc), exc.exit_code)
+    except OSError as exc:
+        if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        _die(f"{describe_os_error(exc)}: raise the limit (ulimit -n) or wait for fewer targets", 2)
     sys.exit(0)
 
 
