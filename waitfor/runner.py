@@ -9,6 +9,7 @@ cancellation from outside), every sibling task is cancelled and awaited before r
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -17,7 +18,7 @@ from enum import StrEnum
 
 from waitfor.backoff import Backoff
 from waitfor.checks import activity, check_class
-from waitfor.checks.base import Check, Outcome
+from waitfor.checks.base import Check, Outcome, describe_os_error
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.targets import Target
 
@@ -101,6 +102,12 @@ async def run(
             except TimeoutError:
                 named = state.activity.reason()
                 outcome = Outcome.down(named or f"timed out after {budget:.1f}s")
+            except OSError as exc:
+                # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
+                # file or socket: not ready until siblings close theirs, never a crash.
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                outcome = Outcome.down(describe_os_error(exc))
             if outcome.ready == invert and not outcome.permanent and remaining() <= 0:
                 # Cut short by the deadline, not a finding: keep the last reason and let the
                 # deadline's cancellation, already due, end the wait.
