@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from waitfor.checks import KINDS, Kind
+from waitfor.checks.activity import waiting_on
 from waitfor.checks.base import Check, Outcome
 from waitfor.targets import Target
 
 
 @dataclass
 class Behaviour:
-    """Outcomes to return in turn (the last repeats); "hang" awaits forever, "late" answers
-    after its budget has run out."""
+    """Outcomes to return in turn (the last repeats); "hang" awaits forever, "greeting" too but
+    says it waits for a greeting, "late" answers after its budget has run out."""
 
     outcomes: list[Outcome | str]
     probes: int = 0
@@ -41,6 +42,9 @@ class FakeCheck(Check):
         b.probes += 1
         if outcome == "hang":
             await asyncio.Event().wait()
+        if outcome == "greeting":
+            with waiting_on(lambda waited: f"no greeting after {waited:.1f}s"):
+                await asyncio.Event().wait()
         if outcome == "late":  # answers only after its budget, blocking so nothing can cancel it
             time.sleep(budget + 0.02)  # noqa: ASYNC251 - blocking is the point
             return Outcome.down("late answer")

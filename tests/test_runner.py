@@ -96,6 +96,16 @@ def test_each_attempt_is_bounded_by_the_attempt_timeout(fake: MakeTarget) -> Non
     assert reasons == ["timed out after 0.1s"]
 
 
+def test_an_attempt_cut_off_says_what_it_waited_for(fake: MakeTarget) -> None:
+    events: list[Event] = []
+    wait([fake("a", "greeting", UP)], attempt_timeout=0.1, events=events)
+    reasons = [e.reason for e in events if e.type is EventType.NOT_READY]
+    assert reasons == ["no greeting after 0.1s"]
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("b", "greeting")], timeout=0.3, attempt_timeout=60)
+    assert info.value.results[0].reason == "no greeting after 0.3s"
+
+
 def test_permanent_failure_stops_everything(fake: MakeTarget) -> None:
     with pytest.raises(CheckFailed, match="fake://a: bad config"):
         wait([fake("a", Outcome.fatal("bad config")), fake("b", "hang")])
