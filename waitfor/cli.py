@@ -212,7 +212,13 @@ def run_until_signal(coroutine: Any) -> Any:
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)
 
-    return asyncio.run(main())
+    running = main()
+    try:
+        return asyncio.run(running)
+    except OSError:  # e.g. no descriptor left for the event loop: do not warn "never awaited"
+        running.close()
+        coroutine.close()
+        raise
 
 
 def exec_command(command: Sequence[str]) -> NoReturn:
@@ -279,7 +285,13 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except OSError as exc:
         if exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
-        _die(f"{describe_os_error(exc)}: raise the limit (ulimit -n) or wait for fewer targets", 2)
+        sys.stderr.write(
+            f"waitfor: error: {describe_os_error(exc)}: raise the limit (ulimit -n) "
+            "or wait for fewer targets\n"
+        )
+        flush_stdio()
+        # Not sys.exit: a half-made event loop's finalizer would print asyncio's traceback.
+        os._exit(2)
     sys.exit(0)
 
 
