@@ -36,6 +36,8 @@ SILENT_RESOLVER = {
     "https": "https://db.example/healthz",
     "postgresql": "postgresql://db.example:5432/app",
     "postgresql query": "postgresql://app@db.example:5432/app#mode=query",
+    "mysql": "mysql://db.example:3306",
+    "mysql query": "mysql://app@db.example:3306/app#mode=query",
 }
 OVERSHOOT: dict[str, float] = {}  # kind -> seconds from the deadline to the process's exit
 
