@@ -13,22 +13,24 @@ import contextlib
 import io
 import os
 import sys
+from typing import TextIO
 
 STD_FDS = (0, 1, 2)
 
 
 class BestEffortWriter(io.TextIOBase):
-    """A text stream over a file descriptor whose failed writes are dropped, not raised.
+    """A text stream whose failed writes are dropped, not raised.
 
-    Writes are buffered until a newline or :meth:`flush`, then written with ``os.write``; after
-    a broken pipe or a closed descriptor nothing more is attempted.
+    Over the process's own stderr it writes the descriptor directly (``os.write``), so no
+    buffer is left holding lines a broken pipe refused; over a stream someone put in its place
+    (a test's, an embedding program's) it writes that. After a broken pipe or a closed
+    descriptor nothing more is attempted.
     """
 
-    def __init__(self, fd: int, encoding: str = "utf-8", errors: str = "backslashreplace") -> None:
+    def __init__(self, sink: int | TextIO, encoding: str = "utf-8") -> None:
         super().__init__()
-        self._fd: int | None = fd
+        self._sink: int | TextIO | None = sink
         self._encoding = encoding
-        self._errors = errors
         self._pending: list[str] = []
 
     @property
@@ -37,17 +39,19 @@ class BestEffortWriter(io.TextIOBase):
 
     @property
     def errors(self) -> str:  # type: ignore[override]
-        return self._errors
+        return "backslashreplace"
 
     def fileno(self) -> int:
-        if self._fd is None:
+        if isinstance(self._sink, int):
+            return self._sink
+        if self._sink is None:
             raise io.UnsupportedOperation("the stream is broken")
-        return self._fd
+        return self._sink.fileno()
 
     def isatty(self) -> bool:
         try:
-            return self._fd is not None and os.isatty(self._fd)
-        except OSError:
+            return self._sink is not None and os.isatty(self.fileno())
+        except (OSError, ValueError):
             return False
 
     def writable(self) -> bool:
@@ -62,17 +66,23 @@ class BestEffortWriter(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        data = "".join(self._pending).encode(self._encoding, self._errors)
+        text = "".join(self._pending)
         self._pending.clear()
-        while data and self._fd is not None:
-            try:
-                written = os.write(self._fd, data)
-            except BlockingIOError:
-                return  # a non-blocking pipe that is full: drop this line, try the next
-            except OSError:
-                self._fd = None  # EPIPE, EBADF, EIO: the reader is gone for good
-                return
-            data = data[written:]
+        try:
+            if isinstance(self._sink, int):
+                _write_all(self._sink, text.encode(self._encoding, "backslashreplace"))
+            elif self._sink is not None:
+                self._sink.write(text)
+                self._sink.flush()
+        except BlockingIOError:
+            pass  # a full non-blocking pipe: drop this line, try the next
+        except (OSError, ValueError):
+            self._sink = None  # EPIPE, EBADF, a closed stream: the reader is gone for good
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def harden_stdio() -> None:
@@ -85,8 +95,12 @@ def harden_stdio() -> None:
             if null != fd:
                 os.dup2(null, fd, inheritable=False)
                 os.close(null)
-    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
-    sys.stderr = BestEffortWriter(2, encoding)
+    stream = sys.stderr
+    if isinstance(stream, BestEffortWriter):
+        return  # main() called again in one process
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    own = stream is None or stream is sys.__stderr__
+    sys.stderr = BestEffortWriter(2 if own else stream, encoding)
 
 
 def flush_stdio() -> None:
