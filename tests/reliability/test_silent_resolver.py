@@ -38,6 +38,9 @@ SILENT_RESOLVER = {
     "postgresql query": "postgresql://app@db.example:5432/app#mode=query",
     "mysql": "mysql://db.example:3306",
     "mysql query": "mysql://app@db.example:3306/app#mode=query",
+    "redis": "redis://db.example:6379",
+    "rediss": "rediss://db.example:6380",
+    "memcached": "memcached://db.example:11211",
 }
 OVERSHOOT: dict[str, float] = {}  # kind -> seconds from the deadline to the process's exit
 
