@@ -41,6 +41,7 @@ SILENT_RESOLVER = {
     "redis": "redis://db.example:6379",
     "rediss": "rediss://db.example:6380",
     "memcached": "memcached://db.example:11211",
+    "dns": "dns:db.example",
 }
 OVERSHOOT: dict[str, float] = {}  # kind -> seconds from the deadline to the process's exit
 

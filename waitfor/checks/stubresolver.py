@@ -36,6 +36,7 @@ import dns.rcode
 import dns.rdata
 import dns.rdatatype
 
+from waitfor.checks.activity import waiting_on
 from waitfor.checks.base import host_port
 
 HOSTS = "/etc/hosts"
@@ -220,10 +221,15 @@ async def search(name: str, rdtypes: tuple[str, ...], config: ResolverConfig) ->
     as_is = name.rstrip(".")
     as_is_first = name.endswith(".") or name.count(".") >= config.ndots
     stop_searching = False
+    servers = ", ".join(config.nameservers)
     for qname in candidates(name, config):
         if stop_searching and qname != as_is:
             continue  # no answer or REFUSED ends the search list; the name as given is still tried
-        candidate = await _ask(qname, rdtypes, config)
+        # An attempt cut off here says which nameserver kept it waiting.
+        with waiting_on(
+            lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
+        ):
+            candidate = await _ask(qname, rdtypes, config)
         tried.append(candidate)
         if candidate.records:
             break
