@@ -83,7 +83,7 @@ class PostgresCheck(Check):
 
         from waitfor.checks import pglogin
 
-        params = self.params
+        params = _system_roots(self.params)
         params.setdefault("application_name", "waitfor")
         params["connect_timeout"] = str(max(int(budget + 0.999), 2))
         try:
@@ -105,6 +105,22 @@ class PostgresCheck(Check):
                 return Outcome.up("SELECT 1 succeeded")
         except psycopg.Error as exc:
             return Outcome.down(f"query failed: {_first_line(exc)}")
+
+
+def _system_roots(params: dict[str, str]) -> dict[str, str]:
+    """``sslrootcert=system`` handed to libpq as the system's CA file, by path.
+
+    libpq looks "system" up in its own OpenSSL's default paths, and psycopg-binary bundles an
+    OpenSSL whose directory exists on no machine: the system's CAs would never be trusted. The
+    file Python's ssl finds (SSL_CERT_FILE honoured) is the system's. libpq allows only
+    verify-full with "system"; the file keeps exactly that.
+    """
+    if params.get("sslrootcert") != "system":
+        return params
+    cafile = ssl.get_default_verify_paths().cafile
+    if cafile is None:
+        return params  # no CA file here: libpq reports it in its own words
+    return {**params, "sslrootcert": cafile, "sslmode": "verify-full"}
 
 
 async def _with_addresses(params: dict[str, str]) -> dict[str, str]:
