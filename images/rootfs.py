@@ -110,7 +110,8 @@ def install_venv(venv: Path, site: Path, root: Path) -> None:
     packages = target / site.relative_to(venv)
     for cache in list(packages.rglob("__pycache__")):
         shutil.rmtree(cache)
-    compileall.compile_dir(packages, quiet=1, legacy=True, workers=0)
+    # ddir: tracebacks name the files where they are in the image
+    compileall.compile_dir(packages, ddir=str(site), quiet=1, legacy=True, workers=0)
     for pattern in ("*.py", "*.pyi"):
         for source in packages.rglob(pattern):
             source.unlink()

@@ -1,0 +1,258 @@
+"""Every kind, in every mode, inside the image, against real servers on this machine.
+
+The image keeps only the stdlib modules and shared libraries its code can reach, so a module or
+library it lacks must fail here, not in a pod. Containers run as they would in a locked-down
+pod: read-only root, user 65532, no shell; host networking reaches the servers on loopback.
+Each registered scheme needs a row: a kind added without one fails test_every_scheme_has_a_row.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from tests.dnsserver import DnsServer
+from tests.image.conftest import podman
+from tests.pg import Cluster
+from tests.redisd import RedisServer, unavailable_reason
+from tests.servers import Script, free_port, http_server
+from waitfor.checks import KINDS
+
+CA_IN_IMAGE = "/run/test-ca.crt"
+SYSTEM_CAFILE = ssl.get_default_verify_paths().cafile  # the image has Debian's, like this host
+
+
+class Servers:
+    """The real servers a row needs, started on first use, all with one test CA."""
+
+    def __init__(self, request: pytest.FixtureRequest, tmp_path: Path, stack: ExitStack) -> None:
+        self.request, self.tmp_path, self.stack = request, tmp_path, stack
+        self.ca = trustme.CA()
+        self.cert = self.ca.issue_cert("localhost", "127.0.0.1")
+        self.ca_file = tmp_path / "ca.crt"
+        self.ca.cert_pem.write_to_path(str(self.ca_file))
+        (tmp_path / "server.crt").write_bytes(
+            b"".join(b.bytes() for b in self.cert.cert_chain_pems)
+        )
+        self.cert.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+        self.volumes = [f"--volume={self.ca_file}:{CA_IN_IMAGE}:ro"]
+
+    def fixture(self, name: str) -> Any:
+        return self.request.getfixturevalue(name)
+
+    def postgres_tls(self) -> Cluster:
+        cluster: Cluster = self.fixture("pg_cluster")()
+        cluster.write_file("server.crt", (self.tmp_path / "server.crt").read_bytes(), 0o644)
+        cluster.write_file("server.key", (self.tmp_path / "server.key").read_bytes())
+        cluster.configure(ssl="on", ssl_cert_file="'server.crt'", ssl_key_file="'server.key'")
+        cluster.hba("local all all trust", "hostssl all all 127.0.0.1/32 trust")
+        cluster.start()
+        return cluster
+
+    def system_ca_is_the_test_ca(self) -> None:
+        """Inside the container only: the test CA is the system's bundle."""
+        self.volumes.append(f"--volume={self.ca_file}:{SYSTEM_CAFILE}:ro")
+
+    def mariadb_tls(self) -> Any:
+        server = self.fixture("mariadb")()
+        server.settings += [
+            f"--ssl-cert={self.tmp_path / 'server.crt'}",
+            f"--ssl-key={self.tmp_path / 'server.key'}",
+        ]
+        server.start()
+        server.sql("CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'")
+        return server
+
+    def redis_tls(self) -> RedisServer:
+        if reason := unavailable_reason("redis-server"):
+            pytest.skip(reason)
+        root = self.tmp_path / "redis"
+        root.mkdir()
+        server = RedisServer(
+            root,
+            *("--tls-cert-file", str(self.tmp_path / "server.crt")),
+            *("--tls-key-file", str(self.tmp_path / "server.key")),
+            *("--tls-ca-cert-file", str(self.ca_file)),
+            *("--tls-auth-clients", "no"),
+        )
+        server.tls = True
+        self.stack.callback(server.stop)
+        server.start()
+        return server
+
+    def memcached(self) -> Any:
+        from tests.redisd import Memcached
+
+        if reason := unavailable_reason("memcached"):
+            pytest.skip(reason)
+        root = self.tmp_path / "memcached"
+        root.mkdir()
+        server = Memcached(root)
+        self.stack.callback(server.stop)
+        server.start()
+        return server
+
+    def http(self, tls: bool = False) -> str:
+        context = None
+        if tls:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self.cert.configure_cert(context)
+        url, _ = self.stack.enter_context(http_server(Script(status=200), tls=context))
+        return str(url)
+
+    def dns(self) -> DnsServer:
+        server: DnsServer = self.fixture("dns_server")
+        server.add_host("db.example.test", "10.0.0.1")
+        server.start()
+        resolv = self.tmp_path / "resolv.conf"
+        resolv.write_text(f"nameserver {server.address}\noptions ndots:1\n")
+        self.volumes.append(f"--volume={resolv}:/etc/resolv.conf:ro")
+        return server
+
+
+@dataclass(frozen=True)
+class Row:
+    schemes: tuple[str, ...]  # the registry schemes this row proves
+    targets: Callable[[Servers], list[str]]
+
+
+def _postgres(s: Servers) -> list[str]:
+    tls = s.postgres_tls()
+    s.system_ca_is_the_test_ca()
+    user = f"postgres@localhost:{tls.port}/postgres"
+    return [
+        "postgresql://127.0.0.1:5432",
+        "postgres://postgres@127.0.0.1:5432/postgres#mode=query",
+        f"postgresql://{user}?sslmode=require",
+        f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}",
+        f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}#mode=query",
+        f"postgresql://{user}?sslrootcert=system#mode=query",  # the system bundle: the test CA
+        f"host=localhost port={tls.port} user=postgres sslmode=require dbname=postgres#mode=query",
+    ]
+
+
+def _mysql(s: Servers) -> list[str]:
+    tls = s.mariadb_tls()
+    app = f"app:app-pw@127.0.0.1:{tls.port}/"
+    return [
+        "mysql://127.0.0.1:3306",
+        "mariadb://root@127.0.0.1:3306/mysql#mode=query",
+        f"mysql://{app}?ssl-mode=REQUIRED#mode=query",
+        f"mysql://{app}?ssl-mode=VERIFY_IDENTITY&ssl-ca={CA_IN_IMAGE}#mode=query",
+    ]
+
+
+def _redis(s: Servers) -> list[str]:
+    tls = s.redis_tls()
+    return [
+        "redis://127.0.0.1:6379",
+        "redis://127.0.0.1:6379/0#mode=query",
+        f"rediss://localhost:{tls.port}#cacert={CA_IN_IMAGE}",
+        f"rediss://127.0.0.1:{tls.port}#insecure",
+    ]
+
+
+def _http(s: Servers) -> list[str]:
+    plain, tls = s.http(), s.http(tls=True)
+    tls = tls.replace("127.0.0.1", "localhost")
+    return [f"{plain}/", f"{tls}/#cacert={CA_IN_IMAGE}", f"{tls}/health#insecure"]
+
+
+def _dns(s: Servers) -> list[str]:
+    server = s.dns()
+    return [
+        "dns:db.example.test",  # through the mounted resolv.conf
+        f"dns://{server.address}/db.example.test?type=A",
+    ]
+
+
+ROWS: dict[str, Row] = {
+    "tcp": Row(("tcp",), lambda s: ["tcp://127.0.0.1:5432", "tcp://localhost:6379"]),
+    "http": Row(("http", "https"), _http),
+    "postgresql": Row(("postgresql", "postgres"), _postgres),
+    "dns": Row(("dns",), _dns),
+    "mysql": Row(("mysql", "mariadb"), _mysql),
+    "redis": Row(("redis", "rediss"), _redis),
+    "memcached": Row(("memcached",), lambda s: [f"memcached://127.0.0.1:{s.memcached().port}"]),
+}
+
+
+def registered_schemes() -> set[str]:
+    return set(KINDS)
+
+
+def test_every_scheme_has_a_row() -> None:
+    covered = {scheme for row in ROWS.values() for scheme in row.schemes}
+    assert registered_schemes() - covered == set(), "a kind without a row in ROWS"
+
+
+@pytest.fixture
+def servers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Servers]:
+    tmp_path.chmod(0o755)  # the container's user 65532 reads the mounted files
+    with ExitStack() as stack:
+        yield Servers(request, tmp_path, stack)
+
+
+def run(image: str, servers: Servers, *args: str, env: tuple[str, ...] = ()) -> Any:
+    return podman(
+        "run",
+        "--rm",
+        "--read-only",
+        "--user=65532:65532",
+        "--network=host",
+        *servers.volumes,
+        *(f"--env={variable}" for variable in env),
+        image,
+        *args,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(ROWS))
+def test_kind_in_the_image(image: str, servers: Servers, kind: str) -> None:
+    row = ROWS[kind]
+    targets = row.targets(servers)
+    used = {target.partition(":")[0] for target in targets}
+    assert set(row.schemes) <= used, "every scheme of the row is exercised"
+    result = run(image, servers, "-t", "60", *targets)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count(" ready after ") == len(targets), result.stderr
+
+
+def test_output_modes_exec_and_environment(image: str, servers: Servers) -> None:
+    target = "tcp://127.0.0.1:5432"
+    text = run(image, servers, "--output=text", target)
+    assert text.returncode == 0
+    assert f"{target} ready after" in text.stderr
+    tty = run(image, servers, "--output=tty", target)
+    assert tty.returncode == 0
+    assert target in tty.stderr
+    lines = run(image, servers, "--output=json", target).stderr.splitlines()
+    events = [json.loads(line)["event"] for line in lines]
+    assert events[0] == "begin"
+    assert events[-1] == "summary"
+    assert "ready" in events
+    # exec: waitfor becomes the command (found on PATH, no shell involved)
+    executed = run(image, servers, target, "--", "waitfor", "--version")
+    assert executed.returncode == 0
+    assert executed.stdout.startswith("waitfor ")
+    from_env = run(image, servers, env=(f"WAITFOR_TARGETS={target} tcp://localhost:5432",))
+    assert from_env.returncode == 0, from_env.stderr
+    assert from_env.stderr.count(" ready after ") == 2
+    closed = f"tcp://127.0.0.1:{free_port()}"
+    inverted = run(image, servers, "--invert", "-t", "10", closed)
+    assert inverted.returncode == 0, inverted.stderr
+    timed_out = run(image, servers, "-t", "1", closed)
+    assert timed_out.returncode == 124
+    assert "connection refused" in timed_out.stderr
+    usage = run(image, servers, "nosuch://x")
+    assert usage.returncode == 2
+    assert "Traceback" not in usage.stderr
