@@ -294,6 +294,17 @@ def _port(parts: SplitResult, default: int | None) -> int:
     return int(port_text)
 
 
+def _decoded(text: str, what: str) -> str:
+    """A percent-encoded URL part (user, password, vhost) decoded; ValueError naming ``what``.
+
+    The message never quotes the text: it may be a password.
+    """
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"the {what} is not valid UTF-8 once percent-decoded") from None
+
+
 def _query_pairs(query: str) -> list[tuple[str, str]]:
     pairs = []
     for item in query.split("&"):

@@ -29,6 +29,12 @@ KINDS: dict[str, Kind] = {
     "redis": Kind("redis", "waitfor.checks.redis:RedisCheck"),
     "rediss": Kind("redis", "waitfor.checks.redis:RedisCheck"),
     "memcached": Kind("memcached", "waitfor.checks.memcached:MemcachedCheck"),
+    "amqp": Kind("amqp", "waitfor.checks.amqp:AmqpCheck"),
+    "amqps": Kind("amqp", "waitfor.checks.amqp:AmqpCheck"),
+    "mqtt": Kind("mqtt", "waitfor.checks.mqtt:MqttCheck"),
+    "mqtts": Kind("mqtt", "waitfor.checks.mqtt:MqttCheck"),
+    "nats": Kind("nats", "waitfor.checks.nats:NatsCheck"),
+    "tls": Kind("nats", "waitfor.checks.nats:NatsCheck"),
 }
 
 

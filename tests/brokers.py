@@ -1,0 +1,280 @@
+"""Message brokers for tests: our own Mosquitto and nats-server instances, RabbitMQ users/vhosts.
+
+The machine's shared brokers (RabbitMQ 5672, Mosquitto 1883, NATS 4222 with JetStream) are never
+reconfigured. A test needing another state starts its own Mosquitto or nats-server from the
+installed binaries on a free port in a temp dir. A second RabbitMQ node is too heavy to start per
+test, so RabbitMQ states are made on the shared broker with users and vhosts of unique random
+names, which nothing else uses, deleted afterwards pass or fail (:class:`RabbitScratch`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import secrets
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.servers import free_port
+
+RABBITMQ_PORT, MOSQUITTO_PORT, NATS_PORT = 5672, 1883, 4222
+
+
+def listening(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not listening(port):
+        if process.poll() is not None:
+            raise RuntimeError(f"broker exited with {process.returncode} before listening")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"broker not listening on {port} after {seconds}s")
+        time.sleep(0.01)  # the bench takes the first successful connect as "ready"
+
+
+class Broker:
+    """A broker process of our own; start() returns once it listens, stop() is idempotent."""
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root = root
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        log = (self.root / "broker.log").open("ab")
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
+        log.close()
+        wait_listening(self.port, self.process)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+class Mosquitto(Broker):
+    """``users`` set: a password file and ``allow_anonymous false``; else anonymous."""
+
+    def __init__(
+        self,
+        root: Path,
+        users: dict[str, str] | None = None,
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        super().__init__(root)
+        self.users = users
+        self.tls = tls  # (certificate chain, key)
+
+    def command(self) -> list[str]:
+        # As root, mosquitto would switch to its own user, which cannot read our temp dir.
+        lines = [f"user {getpass.getuser()}", f"listener {self.port} 127.0.0.1"]
+        if self.tls is not None:
+            lines += [f"certfile {self.tls[0]}", f"keyfile {self.tls[1]}"]
+        if self.users is None:
+            lines.append("allow_anonymous true")
+        else:
+            passwords = self.root / "passwords"
+            passwords.write_text("")
+            for user, password in self.users.items():
+                subprocess.run(
+                    ["mosquitto_passwd", "-b", str(passwords), user, password], check=True
+                )
+            lines += ["allow_anonymous false", f"password_file {passwords}"]
+        conf = self.root / "mosquitto.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        return ["mosquitto", "-c", str(conf)]
+
+
+class NatsServer(Broker):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        token: str | None = None,
+        jetstream: bool = False,
+        tls: tuple[Path, Path] | None = None,
+        monitor: bool = False,
+    ) -> None:
+        super().__init__(root)
+        self.options: list[str] = []
+        if user is not None and password is not None:
+            self.options += ["--user", user, "--pass", password]
+        if token is not None:
+            self.options += ["--auth", token]
+        if jetstream:
+            self.options += ["-js", "-sd", str(root / "jetstream")]
+        if tls is not None:
+            self.options += ["--tls", "--tlscert", str(tls[0]), "--tlskey", str(tls[1])]
+        self.monitor_port = free_port() if monitor else None
+        if self.monitor_port is not None:
+            self.options += ["-m", str(self.monitor_port)]
+
+    def command(self) -> list[str]:
+        return ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), *self.options]
+
+    def client_count(self) -> int:
+        """Connections the server holds now, from its monitoring endpoint (/connz)."""
+        import json
+        import urllib.request
+
+        assert self.monitor_port is not None
+        url = f"http://127.0.0.1:{self.monitor_port}/connz"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return int(json.load(answer)["num_connections"])
+
+
+def rabbitmqctl(*args: str) -> str:
+    result = subprocess.run(
+        ["rabbitmqctl", "-q", *args], capture_output=True, text=True, timeout=60
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"rabbitmqctl {args[0]} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+class RabbitScratch:
+    """Users and vhosts with unique random names on the shared RabbitMQ, removed by cleanup().
+
+    Touching nothing anyone else uses is what makes this acceptable on a shared broker.
+    """
+
+    def __init__(self) -> None:
+        self.tag = secrets.token_hex(4)
+        self.users: list[str] = []
+        self.vhosts: list[str] = []
+
+    def name(self, what: str) -> str:
+        return f"waitfor-test-{what}-{self.tag}"
+
+    def add_user(self, user: str, password: str) -> None:
+        self.users.append(user)
+        rabbitmqctl("add_user", user, password)
+
+    def add_vhost(self, vhost: str) -> None:
+        if vhost not in self.vhosts:
+            self.vhosts.append(vhost)
+        rabbitmqctl("add_vhost", vhost)
+
+    def permit(self, user: str, vhost: str) -> None:
+        rabbitmqctl("set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+
+    def connections(self, user: str) -> list[str]:
+        """The broker's connection list, for one user: what a leak would leave behind."""
+        output = rabbitmqctl("list_connections", "user", "state", "--no-table-headers")
+        return [line for line in output.splitlines() if line.split("\t")[0] == user]
+
+    def cleanup(self) -> None:
+        for vhost in self.vhosts:
+            with contextlib.suppress(RuntimeError):
+                rabbitmqctl("delete_vhost", vhost)
+        for user in self.users:
+            with contextlib.suppress(RuntimeError):
+                rabbitmqctl("delete_user", user)
+
+
+@contextmanager
+def tls_terminator(backend_port: int, certificate: tuple[Path, Path]) -> Iterator[int]:
+    """A TLS-terminating proxy (as stunnel or a load balancer would be) in front of a port.
+
+    Yields the TLS port. Each accepted connection is handshaken and relayed in its own thread.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(certificate[0]), str(certificate[1]))
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    port = int(listener.getsockname()[1])
+    stop = threading.Event()
+
+    def relay(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def serve_one(client: socket.socket) -> None:
+        try:
+            client.settimeout(10)
+            tls = context.wrap_socket(client, server_side=True)
+            tls.settimeout(None)
+        except OSError:
+            client.close()
+            return
+        with tls, socket.create_connection(("127.0.0.1", backend_port)) as backend:
+            back = threading.Thread(target=relay, args=(backend, tls), daemon=True)
+            back.start()
+            relay(tls, backend)
+            back.join(10)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=serve_one, args=(client,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield port
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def have(*binaries: str) -> bool:
+    return all(shutil.which(b) for b in binaries)
+
+
+@contextmanager
+def scripted_peer(answer: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A listener whose every connection is handed to ``answer`` in a thread: a broker that
+    says what no real broker can be made to say on demand. Yields the port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve_one(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.settimeout(5)  # a silent client cannot hold the peer
+            answer(conn)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
