@@ -32,6 +32,9 @@ SILENT = {
     "mysql": f"mysql://{SERVER_ADDRESS}:3306",
     "redis": f"redis://{SERVER_ADDRESS}:6379",
     "memcached": f"memcached://{SERVER_ADDRESS}:11211",
+    "amqp": f"amqp://app@{SERVER_ADDRESS}:5672/orders",
+    "mqtt": f"mqtt://{SERVER_ADDRESS}:1883",
+    "nats": f"nats://{SERVER_ADDRESS}:4222#jetstream",
 }
 OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, process wall time)
 
@@ -39,7 +42,7 @@ OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, pr
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[Hosts]:
     with two_hosts() as made:
-        for port in (5432, 8080, 5433, 3306, 6379, 11211):
+        for port in (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222):
             drop(made, "tcp", port)
         drop(made, "udp", 53)
         reject_with_reset(made, 6000)

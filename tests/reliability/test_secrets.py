@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.brokers import RABBITMQ_PORT, listening
 from tests.dnsserver import DnsServer
 from tests.pg import Cluster
-from tests.servers import free_port
+from tests.servers import free_port, free_ports
 from waitfor import WaitTimeout, wait_for
 
 SECRETS = (
@@ -30,6 +31,10 @@ SECRETS = (
     "mysql-pass-13",
     "redis-pass-14",
     "memcached-pass-15",
+    "amqp-pass-16",
+    "mqtt-pass-17",
+    "nats-token-18",
+    "nats-pass-19",
 )
 
 
@@ -45,6 +50,7 @@ def secret_targets(
     dns_server.start()
     http, pg, dsn, env = free_port(), free_port(), free_port(), free_port()
     quoted, raw_at, word = free_port(), free_port(), free_port()
+    mqtt, nats = free_ports(2)
     targets = [
         f"http://admin:pw-userinfo-1@127.0.0.1:{http}/health?token=tok-query-2"
         "#header=Authorization:%20Bearer%20auth-hdr-3&header=Cookie:%20session=cookie-4"
@@ -61,11 +67,18 @@ def secret_targets(
         f"mysql://app:mysql-pass-13@127.0.0.1:{free_port()}/db?ssl-mode=REQUIRED#mode=query",
         f"rediss://app:redis-pass-14@127.0.0.1:{free_port()}/1#key=k",
         f"memcached://app:memcached-pass-15@127.0.0.1:{free_port()}",
+        f"mqtts://app:mqtt-pass-17@127.0.0.1:{mqtt}",
+        f"nats://nats-token-18@127.0.0.1:{nats}",
+        f"tls://app:nats-pass-19@127.0.0.1:{nats}#jetstream",
     ]
     shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
     shown += [f"port={quoted}", f"127.0.0.1:{raw_at}"]
     # a password equal to words around it: the display is built, not searched and replaced
     shown += [f"postgresql://postgres:***@127.0.0.1:{word}/postgres"]
+    shown += [f"127.0.0.1:{mqtt}", f"127.0.0.1:{nats}"]
+    if listening(RABBITMQ_PORT):  # a refused login at a real broker: the reason is told
+        targets.append(f"amqp://waitfor-nobody:amqp-pass-16@127.0.0.1:{RABBITMQ_PORT}/app")
+        shown.append(f"127.0.0.1:{RABBITMQ_PORT}")
     return targets, [*shown, f"127.0.0.1:{cluster.port}", dns_server.address]
 
 
