@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import plots
+from bench import brokers, plots
 from bench.scenarios import (
     DataStores,
     Postgres,
@@ -32,7 +32,7 @@ from bench.scenarios import (
 from tests.servers import Script, free_port, free_ports, http_server, tcp_listener
 
 OUT = Path("docs/bench")
-SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint"]
+SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint", "brokers"]
 
 
 def main() -> None:
@@ -70,6 +70,10 @@ def main() -> None:
             section("probe_rate", lambda: measure_probe_rates(wf, postgres, 2 if args.quick else 6))
             section("fan_out", lambda: measure_fan_out(wf, wfi, dns.address, args.quick))
         section("footprint", lambda: footprint(Path(wf).parent.parent))
+        if brokers.available():
+            section("brokers", lambda: brokers.measure(wf, runs, trials, as_dict))
+        else:
+            print("bench: brokers skipped (RabbitMQ, Mosquitto or NATS missing)", file=sys.stderr)
     finally:
         postgres.close()
         stores.close()

@@ -91,7 +91,53 @@ def tables(r: dict[str, Any]) -> str:
     out += ["", "## Footprint", "", "| what | size |", "| --- | --- |"]
     for what, size in r["footprint"].items():
         out.append(f"| {what} | {size / 1e6:.1f} MB |")
+    if "brokers" in r:
+        out += broker_tables(r["brokers"])
     return "\n".join(out) + "\n"
+
+
+BROKER_PEERS = {
+    "waitfor amqp": "rabbitmq-diagnostics -q ping",
+    "waitfor mqtt": "mosquitto_sub -E",
+    "waitfor nats": "bash /dev/tcp (nats port)",
+}
+
+
+def broker_tables(b: dict[str, Any]) -> list[str]:
+    out = [
+        "",
+        "## Message brokers",
+        "",
+        "Cold start against the machine's ready RabbitMQ, Mosquitto and NATS (whole-process wall "
+        "time; `rabbitmq-diagnostics` boots an Erlang VM, so it ran fewer times):",
+        "",
+        "| tool | median | p10-p90 | runs | ratio |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    cold = b["cold_start"]
+    for tool, v in cold.items():
+        peer = BROKER_PEERS.get(tool)
+        ratio = f"{v['median'] / cold[peer]['median']:.2f}x {peer}" if peer else ""
+        out.append(
+            f"| {tool} | {ms(v['median'])} | {ms(v['p10'])}-{ms(v['p90'])} | {v['n']} | {ratio} |"
+        )
+    out += [
+        "",
+        "Detection latency (waiter exit minus the moment the dependency was ready). A negative "
+        'figure is a loop that said "ready" *before* the dependency was usable: '
+        "`rabbitmq-diagnostics ping` answers for the Erlang node, whether or not the vhost "
+        "exists; `list_vhosts` sees the vhost before its permissions are set.",
+        "",
+        "| dependency | tool | p50 | p95 | max | trials |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for kind, tools in b["detection"].items():
+        for tool, v in tools.items():
+            out.append(
+                f"| {kind} | {tool} | {ms(v['median'])} | {ms(v['p95'])} | {ms(v['max'])} "
+                f"| {v['n']} |"
+            )
+    return out
 
 
 def draw(r: dict[str, Any], out: Path) -> None:
