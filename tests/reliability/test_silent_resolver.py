@@ -42,6 +42,12 @@ SILENT_RESOLVER = {
     "rediss": "rediss://db.example:6380",
     "memcached": "memcached://db.example:11211",
     "dns": "dns:db.example",
+    "amqp": "amqp://app@db.example:5672/orders",
+    "amqps": "amqps://db.example",
+    "mqtt": "mqtt://db.example:1883",
+    "mqtts": "mqtts://db.example",
+    "nats": "nats://db.example:4222#jetstream",
+    "nats tls": "tls://db.example:4222",
 }
 OVERSHOOT: dict[str, float] = {}  # kind -> seconds from the deadline to the process's exit
 
