@@ -19,6 +19,14 @@ from typing import Any
 import pytest
 import trustme
 
+from tests.brokers import (
+    MOSQUITTO_PORT,
+    NATS_PORT,
+    RABBITMQ_PORT,
+    Mosquitto,
+    NatsServer,
+    tls_terminator,
+)
 from tests.dnsserver import DnsServer
 from tests.image.conftest import podman
 from tests.pg import Cluster
@@ -174,6 +182,44 @@ def _dns(s: Servers) -> list[str]:
     ]
 
 
+def _brokers_tls(s: Servers) -> tuple[Path, Path]:
+    return s.tmp_path / "server.crt", s.tmp_path / "server.key"
+
+
+def _amqp(s: Servers) -> list[str]:
+    # amqps through a TLS terminator in front of the machine's RabbitMQ
+    port = s.stack.enter_context(tls_terminator(RABBITMQ_PORT, _brokers_tls(s)))
+    return [
+        f"amqp://127.0.0.1:{RABBITMQ_PORT}",
+        f"amqp://guest:guest@127.0.0.1:{RABBITMQ_PORT}/%2F#mode=ping",
+        f"amqps://localhost:{port}/#cacert={CA_IN_IMAGE}",
+    ]
+
+
+def _mqtt(s: Servers) -> list[str]:
+    root = s.tmp_path / "mosquitto"
+    root.mkdir()
+    broker = Mosquitto(root, tls=_brokers_tls(s))
+    s.stack.callback(broker.stop)
+    broker.start()
+    return [
+        f"mqtt://127.0.0.1:{MOSQUITTO_PORT}",
+        f"mqtts://localhost:{broker.port}#cacert={CA_IN_IMAGE}",
+    ]
+
+
+def _nats(s: Servers) -> list[str]:
+    root = s.tmp_path / "nats"
+    root.mkdir()
+    server = NatsServer(root, tls=_brokers_tls(s))
+    s.stack.callback(server.stop)
+    server.start()
+    return [
+        f"nats://127.0.0.1:{NATS_PORT}#jetstream",
+        f"tls://localhost:{server.port}#cacert={CA_IN_IMAGE}",
+    ]
+
+
 ROWS: dict[str, Row] = {
     "tcp": Row(("tcp",), lambda s: ["tcp://127.0.0.1:5432", "tcp://localhost:6379"]),
     "http": Row(("http", "https"), _http),
@@ -182,6 +228,9 @@ ROWS: dict[str, Row] = {
     "mysql": Row(("mysql", "mariadb"), _mysql),
     "redis": Row(("redis", "rediss"), _redis),
     "memcached": Row(("memcached",), lambda s: [f"memcached://127.0.0.1:{s.memcached().port}"]),
+    "amqp": Row(("amqp", "amqps"), _amqp),
+    "mqtt": Row(("mqtt", "mqtts"), _mqtt),
+    "nats": Row(("nats", "tls"), _nats),
 }
 
 
