@@ -145,11 +145,14 @@ def http_server(
 
 
 @contextmanager
-def raw_http_server(answer: bytes, host: str = "127.0.0.1") -> Iterator[tuple[str, list[bytes]]]:
+def raw_http_server(
+    answer: bytes, host: str = "127.0.0.1", until: bytes = b"\r\n\r\n"
+) -> Iterator[tuple[str, list[bytes]]]:
     """A hostile server: reads a request's head, sends ``answer`` verbatim, closes.
 
     ``{port}`` in the answer becomes the server's port (for same-host redirects). Yields the base
-    URL and the list of request heads received.
+    URL and the list of request heads received. ``until=b""`` answers after the first bytes
+    arrive, whatever the protocol (a PostgreSQL start-up, a MySQL client waiting for a banner).
     """
     listener = socket.create_server((host, 0), backlog=64)
     listener.settimeout(0.05)
@@ -163,7 +166,7 @@ def raw_http_server(answer: bytes, host: str = "127.0.0.1") -> Iterator[tuple[st
             conn.settimeout(5)
             head = b""
             with contextlib.suppress(OSError):
-                while b"\r\n\r\n" not in head and len(head) < 65536:
+                while len(head) < 65536 and (not head or until not in head):
                     data = conn.recv(4096)
                     if not data:
                         return

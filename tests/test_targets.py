@@ -134,8 +134,11 @@ def test_displays_are_built_from_parts(text: str, secret: str, shown: str) -> No
         ("http://api/#header=X-Api-Key:%20k3y&status=x", ["k3y"], "status"),
         ("http://api/#header=X-Api-Key:%20k%C3%A9y", ["kéy", "k%C3%A9y"], "printable ASCII"),
         # a '#' in a password: what follows it is not options, and what precedes it is not a port
-        ("postgresql://u:p#ss@db/x", ["p#ss", ":p", "ss@"], "percent-encoded"),
-        ("http://u:12#ss@api/", ["12", "ss@"], "percent-encoded"),
+        ("postgresql://u:p#ss@db/x", ["p#ss", ":p", "ss@"], "percent-encode"),
+        ("http://u:p2#ss@api/", ["p2", "ss@"], "percent-encode"),
+        ("http://u:qz?zx@api/", ["qz", "zx"], "percent-encode"),
+        ("http://u:qz/zx@api/", ["qz", "zx"], "percent-encode"),
+        ("host=db password=qz zx=y", ["qz", "zx"], "invalid connection option after password="),
         # an unquoted password with a space: the rest is not quoted as "the next keyword"
         ("host=db password=se cret", ["se", "cret"], "expected keyword=value after password="),
         ("host=db password='s3cr3t", ["s3cr3t"], "unterminated"),

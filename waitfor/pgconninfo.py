@@ -56,17 +56,32 @@ def looks_like_dsn(text: str) -> bool:
 
 
 def split_dsn_fragment(text: str) -> tuple[str, str]:
-    """Split ``host=db dbname=app#mode=query`` at the first '#' outside single quotes."""
-    quoted = escaped = False
-    for index, char in enumerate(text):
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == "'":
-            quoted = not quoted
-        elif char == "#" and not quoted:
+    """Split ``host=db dbname=app#mode=query`` at the '#' that starts waitfor's options.
+
+    A '#' inside single quotes is part of the value; so is one inside an unquoted password
+    (``password=pa#ss``): libpq knows no options, and a password must not be cut in two.
+    """
+    index, length = 0, len(text)
+    while index < length:
+        while index < length and text[index].isspace():
+            index += 1
+        if index < length and text[index] == "#":
             return text[:index], text[index + 1 :]
+        match = _DSN_TOKEN.match(text, index)
+        if not match:
+            hash_ = text.find("#", index)  # not a DSN after all: parse_dsn will say so
+            return (text[:hash_], text[hash_ + 1 :]) if hash_ >= 0 else (text, "")
+        secret, index = redaction.is_secret_name(match.group(1)), match.end()
+        if index < length and text[index] == "'":
+            index += 1
+            while index < length and text[index] != "'":
+                index += 2 if text[index] == "\\" else 1
+            index += 1
+            continue
+        while index < length and not text[index].isspace():
+            if text[index] == "#" and not secret:
+                return text[:index], text[index + 1 :]
+            index += 2 if text[index] == "\\" else 1
     return text, ""
 
 
@@ -157,9 +172,16 @@ def parse_uri(uri: str) -> dict[str, str]:
 
 def complete(params: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """Validate keywords and values; fill in the service, libpq's environment and defaults."""
+    previous = ""
     for key in params:
         if key not in KEYWORDS:
+            if redaction.is_secret_name(previous):  # perhaps the tail of an unquoted password
+                raise ValueError(
+                    f"invalid connection option after {previous}=... "
+                    "(quote a password with spaces: password='...')"
+                )
             raise ValueError(f"invalid connection option {key!r}")
+        previous = key
     result = dict(params)
     service = result["service"] if "service" in result else environ.get("PGSERVICE")
     if service is not None:
@@ -251,7 +273,7 @@ def display(text: str) -> str:
 
     ``postgresql://app:***@db/x?sslmode=require``; ``host=db user=app password=*** dbname=x``.
     """
-    if "://" not in text:
+    if looks_like_dsn(text):
         return " ".join(
             f"{key}={MASK if redaction.is_secret_name(key) else _dsn_quote(value)}"
             for key, value in parse_dsn(text).items()

@@ -18,12 +18,18 @@ _SECRET_NAME = re.compile(
     r"pass|pwd|secret|token|key|auth|sig|credential|session|cookie", re.IGNORECASE
 )
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_OPTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _HOST = re.compile(r"[\w.~%:\[\]-]*")  # what a host[:port] is made of (IDN letters included)
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a query parameter or option named like this carries a credential."""
     return bool(_SECRET_NAME.search(name))
+
+
+def is_option_name(key: str) -> bool:
+    """Whether a ``#`` option's (normalised) name is one: letters, digits and ``_``."""
+    return bool(_OPTION_NAME.fullmatch(key))
 
 
 def userinfo(user: str | None, password: str | None) -> str:
@@ -51,7 +57,9 @@ def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
     for item in raw.split("&"):
         name, equals, value = item.partition("=")
         key = unquote(name).strip().lower().replace("-", "_")
-        if key == "header" and equals:
+        if not is_option_name(key):
+            items.append(MASK)  # not an option: perhaps the tail of a password cut at a '#'
+        elif key == "header" and equals:
             header = unquote(value).partition(":")[0].strip()
             items.append(f"{name}={header}:{MASK}")
         elif equals and is_secret_name(key) and key not in plain:
@@ -61,12 +69,28 @@ def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
     return "&".join(items)
 
 
+def ambiguous_userinfo(text: str) -> bool:
+    """Whether a raw ``#``, ``?`` or ``/`` may have cut a password in two (``u:p#ss@host``).
+
+    URL parsers end the authority at the first of those; if what they took for the authority
+    has no ``@`` but a ``user:port`` whose port is no port, and an ``@`` follows, the target most
+    likely holds a password with a raw delimiter, and every part parsed from it is suspect.
+    """
+    rest = text.partition("://")[2]
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" in authority or "@" not in rest[end:] or authority.endswith("]"):
+        return False
+    _, colon, port = authority.rpartition(":")
+    return bool(colon) and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536)
+
+
 def unparsed(text: str) -> str:
     """A target that failed to parse, shown by what cannot be secret: scheme, host, path.
 
-    Whatever could be user information is masked wholesale: everything before the last ``@`` of
-    the authority, where a ``#`` does not end the authority (a raw ``#`` in a password would
-    otherwise cut it in two). A keyword DSN is shown by :func:`dsn_keywords` instead.
+    User information is masked wholesale: everything up to the last ``@`` before the options, or,
+    when a raw ``#`` may have cut a password in two (:func:`ambiguous_userinfo`), up to the last
+    ``@`` before the next ``/``. A keyword DSN is shown by :func:`dsn_keywords` instead.
     """
     match = _SCHEME.match(text)
     scheme, rest = (match.group(), text[match.end() :]) if match else ("", text)
@@ -74,19 +98,24 @@ def unparsed(text: str) -> str:
         head = re.split(r"[?#]", rest, maxsplit=1)[0]
         shown = f"{MASK}@{head.rpartition('@')[2]}" if "@" in head else head
         return scheme + shown + ("..." if len(head) < len(rest) else "")
+    ambiguous = ambiguous_userinfo(text)
     rest = rest[2:]
-    end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
-    authority, tail = rest[:end], rest[end:]
+    # An '@' in the path may close a password that held a '/': mask up to the last '@' before
+    # the options ('#'), or, if a '#' may be inside the password, before the next '/'.
+    end = rest.find("#") if "#" in rest else len(rest)
+    if ambiguous:
+        slash = rest.find("/", rest.find("@"))
+        end = slash if slash >= 0 else len(rest)
     shown_userinfo = ""
-    if "@" in authority:
+    if "@" in rest[:end]:
         shown_userinfo = f"{MASK}@"
-        authority = authority.rpartition("@")[2]
-    host = _HOST.match(authority).group()  # type: ignore[union-attr]  # matches "" at least
-    if len(host) < len(authority):
-        tail = ""  # options (or garbage) follow: not needed to place the error
-    path = re.split(r"[?#]", tail, maxsplit=1)[0]
-    more = "..." if len(host) < len(authority) or len(path) < len(tail) else ""
-    return f"{scheme}//{shown_userinfo}{host}{path}{more}"
+        rest = rest[rest.rfind("@", 0, end) + 1 :]
+    host = _HOST.match(rest).group()  # type: ignore[union-attr]  # matches "" at least
+    tail = rest[len(host) :]
+    path = re.match(r"/[^?#]*", tail)
+    shown_path = path.group() if path else ""
+    more = "..." if len(shown_path) < len(tail) else ""
+    return f"{scheme}//{shown_userinfo}{host}{shown_path}{more}"
 
 
 _DSN_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)*)")
@@ -104,4 +133,7 @@ def dsn_keywords(text: str) -> str:
         key, value = match.group(1), match.group(2)
         shown.append(f"{key}={MASK if is_secret_name(key) else value}")
         position = match.end()
+        if is_secret_name(key) and not value.startswith("'") and text[position:].strip():
+            shown.append("...")  # what follows an unquoted password may be more of it
+            break
     return " ".join(shown)

@@ -90,28 +90,33 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     if scheme not in KINDS:
         known = ", ".join(f"{s}:" for s in KINDS)
         raise TargetError(shown, f"unknown scheme {scheme!r} (known: {known})")
-    hash_in_userinfo = not dsn and _hash_in_userinfo(address, fragment)
+    if not dsn and redaction.ambiguous_userinfo(text):
+        # Whatever a URL parser made of it, its parts may be pieces of a password: refuse it
+        # without quoting any of them.
+        raise TargetError(shown, _AMBIGUOUS_USERINFO)
     try:
         for key, value in pairs:
-            if _CONTROL.search(key + value):
+            if not redaction.is_option_name(key):  # not quoted: it may be a piece of a password
+                raise ValueError(
+                    "options are name=value pairs joined by '&' (a '#' in a password must be "
+                    "written %23)"
+                )
+            if _CONTROL.search(value):
                 raise ValueError(f"option {key!r} contains control characters")
         cls = check_class(scheme)
         parse_address = getattr(cls, "parse_address", None) or _ADDRESS_PARSERS[KINDS[scheme].name]
         parsed = parse_address(scheme, address)
         # Options a kind declares plain (redis's key=NAME) are names, though named like secrets.
         plain: frozenset[str] = getattr(cls, "PLAIN_OPTIONS", frozenset())
-        if not hash_in_userinfo:  # else the parts may be pieces of a password
-            shown = parsed.display + (f"#{redaction.options(fragment, plain)}" if fragment else "")
+        shown = parsed.display + (f"#{redaction.options(fragment, plain)}" if fragment else "")
         given = {k for k, _ in pairs}
         for key, value in (defaults or {}).items():
             if key in cls.OPTION_NAMES and key not in given:
                 pairs.append((key, value))
         options = cls.parse_options(pairs)
     except ValueError as exc:
-        # Messages quote only what is not secret (hosts, ports, option names, paths); when a
-        # '#' may have cut a password in two, even those could be pieces of it.
-        problem = _HASH_IN_USERINFO if hash_in_userinfo else str(exc)
-        raise TargetError(shown, problem) from None
+        # Messages quote only what is not secret: hosts, ports, option names, paths.
+        raise TargetError(shown, str(exc)) from None
     secrets = parsed.secrets | _option_secrets([(k, v) for k, v in pairs if k not in plain])
     display = parsed.display + (f"#{redaction.options(fragment, plain)}" if fragment else "")
     return Target(
@@ -223,7 +228,8 @@ def _parse_dns(scheme: str, address: str) -> _Address:
 
 def _parse_postgres(scheme: str, address: str) -> _Address:
     """A libpq URI or keyword DSN, completed with libpq's environment variables and defaults."""
-    given = pgconninfo.parse_uri(address) if "://" in address else pgconninfo.parse_dsn(address)
+    dsn = pgconninfo.looks_like_dsn(address)  # a DSN may hold "://" in a value
+    given = pgconninfo.parse_dsn(address) if dsn else pgconninfo.parse_uri(address)
     params = pgconninfo.complete(given, os.environ)
     secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
     first = pgconninfo.endpoints(params)[0]
@@ -343,15 +349,7 @@ def _option_secrets(pairs: list[tuple[str, str]]) -> set[str]:
     return secrets
 
 
-_HASH_IN_USERINFO = (
-    "a '#' or '@' in a user name or password must be percent-encoded (%23, %40); "
-    "options go after the path: scheme://HOST/#option=value"
+_AMBIGUOUS_USERINFO = (
+    "cannot tell a password from the rest: percent-encode '#', '?', '/' and '@' in a user name "
+    "or password (%23, %3F, %2F, %40); options go after the path: scheme://HOST/#option=value"
 )
-
-
-def _hash_in_userinfo(address: str, fragment: str) -> bool:
-    """Whether the '#' taken as the options' start may sit inside a password (user:p#ss@host)."""
-    authority = address.partition("://")[2]
-    if not authority or "/" in authority or "?" in authority:
-        return False  # a path or query came first: this '#' is past the user information
-    return "@" in re.split(r"[/?]", fragment, maxsplit=1)[0]
