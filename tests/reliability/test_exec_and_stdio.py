@@ -28,10 +28,15 @@ def ready() -> Iterator[str]:
         yield f"tcp://127.0.0.1:{port}"
 
 
-def test_the_command_starts_with_the_signal_state_a_shell_gives(ready: str) -> None:
-    shell = subprocess.run(["sh", "-c", SIGNAL_STATE], capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("inherited", ["", 'trap "" INT QUIT; '], ids=["defaults", "INT ignored"])
+def test_the_command_starts_with_the_signal_state_a_shell_gives(ready: str, inherited: str) -> None:
+    """Also what waitfor inherited: a background job's ignored SIGINT stays ignored."""
+    shell = subprocess.run(
+        ["sh", "-c", inherited + SIGNAL_STATE], capture_output=True, text=True, check=True
+    )
+    command = ("sh", "-c", SIGNAL_STATE)
     ours = subprocess.run(
-        [*WAITFOR, "-q", ready, "--", "sh", "-c", SIGNAL_STATE],
+        ["sh", "-c", f'{inherited}exec "$@"', "sh", *WAITFOR, "-q", ready, "--", *command],
         capture_output=True,
         text=True,
         check=True,

@@ -12,7 +12,9 @@ thread. A lookup cut off by the attempt's timeout or the deadline is reported as
 answer from 10.96.0.10 after 1.0s" (see :mod:`.activity`).
 
 API. Every function raises :class:`NetError` (``str(exc)`` is the reason to show) for what
-retrying may fix; cancellation works at every await.
+retrying may fix; cancellation works at every await. Its subclasses carry the parts for kinds
+that word reasons as their reference tool does: :class:`ResolveError` (``host``, ``detail``,
+``timed_out``), :class:`ConnectError` (``address``, ``detail``), :class:`TlsError`.
 
 ``await resolve(host, port, *, type=socket.SOCK_STREAM) -> list[Address]``
     all addresses, in getaddrinfo's order; :class:`ResolveError` when the name does not resolve.
