@@ -69,7 +69,7 @@ def test_address(url: str, port: int, user: str | None, password: str | None, sh
         ("mqtt://broker/topic", "mqtt targets are mqtt://"),
         ("mqtt://broker?x=1", "mqtt targets are mqtt://"),
         ("mqtt://broker#mode=query", "mode must be login or ping"),
-        ("mqtts://broker#cacert=/nonexistent", "not a readable file"),
+        ("mqtts://broker#cacert=/nonexistent", "does not exist"),
     ],
 )
 def test_bad_addresses_are_refused(url: str, message: str) -> None:

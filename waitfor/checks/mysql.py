@@ -32,7 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from waitfor import redaction
+from waitfor import redaction, tls
 from waitfor.checks import net
 from waitfor.checks.base import (
     Check,
@@ -152,23 +152,21 @@ class MysqlCheck(Check):
         mode = params["ssl_mode"]
         if mode in ("DISABLED", "PREFERRED"):
             return None
-        if mode == "REQUIRED":
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        else:
-            context = ssl.create_default_context(cafile=params.get("ssl_ca") or None)
-            context.check_hostname = mode == "VERIFY_IDENTITY"
-        if params.get("ssl_cert"):
-            context.load_cert_chain(params["ssl_cert"], params.get("ssl_key") or None)
-        return context
+        return tls.client_context(  # shared by every target with the same settings
+            verify=mode != "REQUIRED",
+            cafile=params.get("ssl_ca") or None,
+            check_hostname=mode == "VERIFY_IDENTITY",
+            certfile=params.get("ssl_cert") or None,
+            keyfile=(params.get("ssl_key") or None) if params.get("ssl_cert") else None,
+            what=("ssl-ca", "ssl-cert", "ssl-key"),
+        )
 
     async def _query(self, budget: float) -> Outcome:
         deadline = time.monotonic() + budget
         try:
-            tls = self._tls
-        except (OSError, ssl.SSLError) as exc:  # an unreadable CA or client certificate
-            return Outcome.fatal(f"TLS configuration: {describe_os_error(exc)}")
+            context = self._tls
+        except tls.TlsFileError as exc:  # an unreadable CA or client certificate
+            return Outcome.fatal(f"TLS configuration: {exc}")
         try:
             sock = await net.connect(self.target.host, self.target.port or DEFAULT_PORT, budget)
         except net.NetError as exc:
@@ -178,7 +176,7 @@ class MysqlCheck(Check):
         # A handle on the connection itself, still valid once PyMySQL wraps the socket in TLS.
         handle = sock.dup()
         try:
-            return await _in_daemon_thread(lambda: self._login_and_query(sock, tls))
+            return await _in_daemon_thread(lambda: self._login_and_query(sock, context))
         except asyncio.CancelledError:
             with contextlib.suppress(OSError):  # the blocked driver fails now, not at its timeout
                 handle.shutdown(socket.SHUT_RDWR)

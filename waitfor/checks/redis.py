@@ -19,14 +19,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 from urllib.parse import unquote
 
-from waitfor import redaction
+from waitfor import redaction, tls
 from waitfor.checks import net
 from waitfor.checks.base import (
     Check,
@@ -114,8 +113,8 @@ class RedisCheck(Check):
         if role is not None and role.lower() not in ROLES:
             raise ValueError(f"role must be master, not {role!r}")
         cacert = single(pairs, "cacert")
-        if cacert is not None and not os.access(cacert, os.R_OK):
-            raise ValueError(f"cacert {cacert!r} is not a readable file")
+        if cacert is not None:
+            tls.client_context(cafile=cacert)  # a file that is not PEM: exit 2 now
         return RedisOptions(
             mode=mode,
             key=key,
@@ -133,12 +132,7 @@ class RedisCheck(Check):
     def _tls(self) -> ssl.SSLContext | None:
         if self.target.scheme != "rediss":
             return None
-        if self.options.insecure:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-            return context
-        return ssl.create_default_context(cafile=self.options.cacert)
+        return tls.client_context(verify=not self.options.insecure, cafile=self.options.cacert)
 
     async def probe(self, budget: float) -> Outcome:
         host, port = self.target.host, self.target.port or DEFAULT_PORT

@@ -1,12 +1,12 @@
 """TLS client settings shared by the kinds that speak TLS themselves (amqps, mqtts, nats tls).
 
 Verified by default against the system's CAs; ``cacert=FILE`` trusts a private CA instead and
-``insecure`` skips verification (explicit only), as for https targets.
+``insecure`` skips verification (explicit only), as for https targets. Contexts come from
+:mod:`waitfor.tls`: one per setting, shared, the CA file read (and refused) when parsing.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,17 +26,14 @@ class TlsOptions:
 
 def parse_tls_options(pairs: OptionPairs) -> TlsOptions:
     cacert = single(pairs, "cacert")
-    if cacert is not None and not os.access(cacert, os.R_OK):
-        raise ValueError(f"cacert {cacert!r} is not a readable file")
+    if cacert is not None:
+        from waitfor import tls  # imports ssl: only targets naming a CA pay for it when parsed
+
+        tls.client_context(cafile=cacert)  # a file that is not PEM: exit 2 now
     return TlsOptions(insecure=flag(pairs, "insecure"), cacert=cacert)
 
 
 def client_context(options: TlsOptions) -> ssl.SSLContext:
-    import ssl  # ~10 ms: only targets that speak TLS pay for it
+    from waitfor import tls  # ~10 ms for ssl: only targets that speak TLS pay for it
 
-    if options.insecure:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-    return ssl.create_default_context(cafile=options.cacert)
+    return tls.client_context(verify=not options.insecure, cafile=options.cacert)
