@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -75,6 +76,24 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in cl
             self.fail(str(exc), param, ctx)
 
 
+class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.3
+    """Targets; from WAITFOR_TARGETS split at whitespace, where quotes keep words together."""
+
+    name = "target"
+
+    def split_envvar_value(self, rv: str) -> list[str]:
+        # Quotes as in a shell ('exec:pg_isready -h db'), but no backslash escapes: regexes in
+        # #body= options keep theirs. Unquoted text splits exactly as before.
+        lexer = shlex.shlex(rv or "", posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        lexer.escape = ""
+        try:
+            return list(lexer)
+        except ValueError:
+            raise click.UsageError("WAITFOR_TARGETS has an unclosed quote") from None
+
+
 class WaitforCommand(click.Command):
     """Splits ``-- COMMAND...`` off before click sees it, so targets and command stay apart."""
 
@@ -87,7 +106,13 @@ class WaitforCommand(click.Command):
 
 
 @click.command(cls=WaitforCommand, epilog=EPILOG, context_settings={"max_content_width": 100})
-@click.argument("targets", nargs=-1, envvar="WAITFOR_TARGETS", metavar="TARGET... [-- COMMAND...]")
+@click.argument(
+    "targets",
+    nargs=-1,
+    type=TargetWords(),
+    envvar="WAITFOR_TARGETS",
+    metavar="TARGET... [-- COMMAND...]",
+)
 @click.option(
     "-t",
     "--timeout",

@@ -1,0 +1,172 @@
+"""exec: real processes; an attempt that runs too long is killed with its whole process group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST
+from waitfor import WaitTimeout, wait_for
+from waitfor.errors import TargetError
+from waitfor.targets import parse_target
+
+
+def reason(target: str, timeout: float = 0.4, attempt_timeout: float = 5.0) -> str:
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(target, timeout=timeout, attempt_timeout=attempt_timeout, backoff=FAST)
+    return info.value.results[0].reason
+
+
+def alive(pid: int) -> bool:
+    """Running, or a zombie nobody has reaped yet (still a process that survived)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def assert_all_gone(pids: list[int]) -> None:
+    give_up = time.monotonic() + 10
+    while any(alive(pid) for pid in pids) and time.monotonic() < give_up:
+        time.sleep(0.05)  # the orphans' new parent reaps them
+    assert not [pid for pid in pids if alive(pid)]
+
+
+def test_exit_0_is_ready_with_the_last_line() -> None:
+    results = wait_for("exec:sh -c 'echo starting; echo all good'", timeout=5)
+    assert results[0].reason == "exit 0: all good"
+
+
+def test_a_failing_command_reports_its_code_and_last_line_of_either_stream() -> None:
+    assert reason("exec:sh -c 'echo out; echo \"db: connection refused\" >&2; exit 3'") == (
+        "exit 3: db: connection refused"
+    )
+
+
+def test_no_shell_runs_the_words() -> None:
+    results = wait_for("exec:echo $HOME '*' \"a  b\"", timeout=5)
+    assert results[0].reason == "exit 0: $HOME * a  b"
+
+
+def test_the_command_becomes_ready_later(tmp_path: Path) -> None:
+    flag = tmp_path / "ready"
+    subprocess.Popen(["sh", "-c", f"sleep 0.4; touch {flag}"])
+    results = wait_for(f"exec:test -e {flag}", timeout=10, backoff=FAST)
+    assert results[0].ready
+    assert results[0].attempts > 1
+
+
+def test_a_missing_command_is_not_ready() -> None:
+    assert reason("exec:no-such-command-4711 --flag") == "command not found: no-such-command-4711"
+
+
+def test_a_command_killed_by_a_signal_is_named() -> None:
+    assert reason("exec:sh -c 'kill -TERM $$'") == "killed by SIGTERM"
+
+
+def test_a_hanging_attempt_is_killed_with_its_process_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    # The shell, a background child and a grandchild: all in the attempt's process group.
+    command = f"sh -c 'echo $$ >> {pids}; (sleep 300 & echo $! >> {pids}; wait) & sleep 300'"
+    text = reason(f"exec:{command}", timeout=3, attempt_timeout=0.5)
+    assert text.startswith("still running after 0.")
+    assert text.endswith("s, killed")
+    recorded = [int(line) for line in pids.read_text().split()]
+    assert len(recorded) >= 4  # at least two attempts, two processes each
+    assert_all_gone(recorded)
+
+
+def test_what_an_exited_command_left_running_is_stopped(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    results = wait_for(f"exec:sh -c 'sleep 300 & echo $! > {pids}; echo done'", timeout=5)
+    assert results[0].reason == "exit 0: done"
+    assert_all_gone([int(pids.read_text())])
+
+
+def test_sigterm_to_waitfor_kills_the_running_attempt(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "waitfor", "-t", "60", f"exec:sh -c 'echo $$ > {pids}; sleep 300'"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        give_up = time.monotonic() + 20
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < give_up:
+            time.sleep(0.05)
+        waiter.send_signal(signal.SIGTERM)
+        assert waiter.wait(20) == 143
+    finally:
+        waiter.kill()
+        waiter.wait()
+    assert_all_gone([int(pids.read_text())])
+
+
+def test_namespace_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "prod")
+    results = wait_for("exec:test {namespace} = prod", timeout=5)
+    assert results[0].ready
+    assert str(results[0].target) == "exec:test prod = prod"
+
+
+def test_waitfor_targets_keeps_quoted_words_together(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "10", "--", "true"],
+        env={
+            **os.environ,
+            "POD_NAMESPACE": "prod",
+            "WAITFOR_TARGETS": f"file://{tmp_path} 'exec:test {{namespace}} = prod'",
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "exec:test prod = prod is ready (exit 0)" in result.stderr
+
+
+def test_long_and_hostile_output_is_one_short_line() -> None:
+    text = reason(
+        'exec:sh -c \'printf "\\033[31mred\\a\\n"; head -c 5000 /dev/zero | tr "\\0" x; exit 1\''
+    )
+    assert text.startswith("exit 1: xxx")
+    assert len(text) < 220
+    assert "\033" not in reason("exec:sh -c 'printf \"\\033[31mred\\n\"; exit 1'")
+
+
+@pytest.mark.parametrize(
+    ("text", "display", "secret"),
+    [
+        ("exec:mysql --password=hunter2 -h db", "exec:mysql --password=*** -h db", "hunter2"),
+        ("exec:cli --token s3cr3t ping", "exec:cli --token *** ping", "s3cr3t"),
+        (
+            "exec:env PGPASSWORD=pw1 psql -c 'select 1'",
+            "exec:env PGPASSWORD=*** psql -c 'select 1'",
+            "pw1",
+        ),
+        ("exec:psql postgresql://u:pw2@db/app", "exec:psql postgresql://u:***@db/app", "pw2"),
+    ],
+)
+def test_secret_looking_words_are_hidden(text: str, display: str, secret: str) -> None:
+    target = parse_target(text)
+    assert str(target) == display
+    assert secret in target.secrets
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("exec:", "missing command"),
+        ("exec:  ", "missing command"),
+        ("exec:sh -c 'x", "no closing quotation"),
+    ],
+)
+def test_bad_targets(text: str, error: str) -> None:
+    with pytest.raises(TargetError, match=error):
+        parse_target(text)

@@ -1,0 +1,163 @@
+"""exec: run a command; ready when it exits 0. The kubelet's exec probe, run locally.
+
+``exec:COMMAND ARG...`` is split into words the way a POSIX shell splits them (quotes and
+backslashes), but no shell runs it. Each attempt starts the command in a process group of its
+own, with no standard input, and reads its standard output and error together; the last line
+is the reason. An attempt that outlives its budget is killed with its whole process group, and so
+is anything the command left running in its group after exiting: a check leaves nothing behind.
+
+Secrets do not belong on a command line (``ps`` shows it to every user): pass them in the
+environment, which the command inherits. What looks like one is hidden all the same: the value
+of a ``--password=X`` / ``--token X`` / ``PGPASSWORD=X`` word and a URL's password.
+"""
+
+from __future__ import annotations
+
+import asyncio  # a subprocess protocol subclasses asyncio's; the runner imports it anyway
+import contextlib
+import os
+import re
+import shlex
+import signal
+import time
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from waitfor.checks.base import Address, Check, Outcome
+from waitfor.redaction import MASK, is_secret_name, scrub
+
+#: the reason quotes at most this much of the command's last line
+LINE_LIMIT = 200
+#: output kept from the end (the last line is all that is shown)
+TAIL_BYTES = 4096
+#: how long to drain the output after the process group is gone
+DRAIN_SECONDS = 0.5
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_OPTION = re.compile(r"-{0,2}([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
+
+
+class ExecCheck(Check):
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        text = url[len(scheme) + 1 :]
+        try:
+            argv = shlex.split(text)
+        except ValueError as exc:  # "No closing quotation"
+            raise ValueError(f"cannot split the command: {str(exc).lower()}") from None
+        if not argv:
+            raise ValueError("missing command: exec:COMMAND ARG...")
+        secrets = argv_secrets(argv)
+        display = "exec:" + scrub(shlex.join(argv), secrets)
+        return Address(
+            host=argv[0],
+            port=None,
+            display=display,
+            secrets=frozenset(secrets),
+            params=tuple(("arg", arg) for arg in argv),
+        )
+
+    async def probe(self, budget: float) -> Outcome:
+        argv = [value for key, value in self.target.params if key == "arg"]
+        # Our own timeout fires just before the runner's, so the reason can say what happened.
+        return await run_command(argv, max(budget - 0.05, budget * 0.9))
+
+
+async def run_command(argv: Sequence[str], budget: float) -> Outcome:
+    import subprocess
+
+    loop = asyncio.get_running_loop()
+    started = time.monotonic()
+    try:
+        transport, process = await loop.subprocess_exec(
+            _Process,
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, killed as one
+        )
+    except FileNotFoundError:
+        return Outcome.down(f"command not found: {argv[0]}")
+    except OSError as exc:
+        return Outcome.down(f"cannot run {argv[0]}: {(exc.strerror or str(exc)).lower()}")
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(budget):
+                await process.exited.wait()
+        except TimeoutError:
+            timed_out = True
+    finally:
+        _kill_group(transport.get_pid())
+        try:
+            # The output ends when the group is gone, unless a process that left the group
+            # holds it: then do not wait for that.
+            async with asyncio.timeout(DRAIN_SECONDS):
+                await process.closed.wait()
+        except TimeoutError:
+            pass
+        finally:
+            transport.close()
+    line = last_line(bytes(process.tail))
+    said = f": {line}" if line else ""
+    if timed_out:
+        ran = time.monotonic() - started
+        return Outcome.down(f"still running after {ran:.1f}s, killed{said}")
+    code = transport.get_returncode()
+    if code == 0:
+        return Outcome.up(f"exit 0{said}")
+    if code is not None and code < 0:
+        return Outcome.down(f"killed by {signal.Signals(-code).name}{said}")
+    return Outcome.down(f"exit {code}{said}")
+
+
+class _Process(asyncio.SubprocessProtocol):
+    """Keeps the end of the output; tells when the process exits and when its output ends.
+
+    (``asyncio.subprocess.Process.wait`` waits for the output to end as well, so a background
+    child holding it would look like the command still running.)
+    """
+
+    def __init__(self) -> None:
+        self.tail = bytearray()
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
+        self.tail += data
+        del self.tail[:-TAIL_BYTES]
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def last_line(output: bytes) -> str:
+    """The last non-blank line, printable and short."""
+    lines = output.decode("utf-8", errors="replace").splitlines()
+    line = next((text.strip() for text in reversed(lines) if text.strip()), "")
+    line = _CONTROL.sub("", line)
+    return line if len(line) <= LINE_LIMIT else line[: LINE_LIMIT - 1] + "…"
+
+
+def argv_secrets(argv: Sequence[str]) -> set[str]:
+    """Values in a command line that look like credentials (see the module docstring)."""
+    found = set()
+    for index, arg in enumerate(argv):
+        if match := _OPTION.fullmatch(arg):
+            if is_secret_name(match.group(1)) and match.group(2):
+                found.add(match.group(2))
+        elif arg.startswith("-") and is_secret_name(arg) and index + 1 < len(argv):
+            found.add(argv[index + 1])
+        if "://" in arg and "@" in arg:
+            with contextlib.suppress(ValueError):
+                if password := urlsplit(arg).password:
+                    found.add(password)
+    return {secret for secret in found if secret and secret != MASK}
