@@ -1,0 +1,188 @@
+"""gRPC health checks against a real grpcio server whose statuses change while waitfor waits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.conftest import FAST
+from tests.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
+from tests.servers import free_port, http_server, tcp_listener
+from waitfor import CheckFailed, WaitTimeout, wait_for
+from waitfor.errors import TargetError
+from waitfor.targets import parse_target
+
+
+def reasons(*targets: str, timeout: float = 0.6) -> list[str]:
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(*targets, timeout=timeout, backoff=FAST)
+    return [r.reason for r in info.value.results]
+
+
+def later(seconds: float, change: Callable[[], None]) -> None:
+    threading.Timer(seconds, change).start()
+
+
+def test_not_serving_then_serving() -> None:
+    with grpc_server() as server:
+        server.set("", NOT_SERVING)
+        later(0.5, lambda: server.set("", SERVING))
+        started = time.monotonic()
+        results = wait_for(f"grpc://127.0.0.1:{server.port}", timeout=10, backoff=FAST)
+    assert results[0].reason == "server SERVING"
+    assert results[0].attempts > 1
+    assert time.monotonic() - started >= 0.5
+
+
+@pytest.mark.parametrize(("status", "shown"), [(NOT_SERVING, "NOT_SERVING"), (UNKNOWN, "UNKNOWN")])
+def test_a_status_other_than_serving_is_not_ready_and_named(status: int, shown: str) -> None:
+    with grpc_server() as server:
+        server.set("", status)
+        assert reasons(f"grpc://127.0.0.1:{server.port}") == [f"server {shown}"]
+
+
+def test_a_named_service_unknown_until_registered() -> None:
+    with grpc_server() as server:
+        target = f"grpc://127.0.0.1:{server.port}#service=shop.Cart"
+        assert reasons(target) == ["service 'shop.Cart' unknown to the health service (NOT_FOUND)"]
+        later(0.3, lambda: server.set("shop.Cart", SERVING))
+        results = wait_for(target, timeout=10, backoff=FAST)
+    assert results[0].reason == "service 'shop.Cart' SERVING"
+
+
+def test_the_service_is_asked_for_not_the_server() -> None:
+    with grpc_server() as server:
+        server.set("", SERVING)
+        server.set("shop.Cart", NOT_SERVING)
+        assert reasons(f"grpc://127.0.0.1:{server.port}#service=shop.Cart") == [
+            "service 'shop.Cart' NOT_SERVING"
+        ]
+
+
+def test_no_health_service_is_a_configuration_error() -> None:
+    with grpc_server(with_health=False) as server:
+        with pytest.raises(CheckFailed, match="does not implement the gRPC health service"):
+            wait_for(f"grpc://127.0.0.1:{server.port}", timeout=10)
+        result = subprocess.run(
+            [sys.executable, "-m", "waitfor", f"grpc://127.0.0.1:{server.port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith("waitfor: error: grpc://127.0.0.1:")
+    assert "UNIMPLEMENTED" in result.stderr
+
+
+def test_waits_for_the_server_to_start() -> None:
+    port = free_port()
+    assert reasons(f"grpc://127.0.0.1:{port}") == [f"127.0.0.1:{port} connection refused"]
+
+    def start() -> None:
+        with grpc_server(port=port):
+            time.sleep(3)
+
+    thread = threading.Thread(target=start)
+    later(0.3, thread.start)
+    try:
+        results = wait_for(f"grpc://127.0.0.1:{port}", timeout=10, backoff=FAST)
+    finally:
+        time.sleep(0.4)
+        thread.join()
+    assert results[0].ready
+
+
+def test_a_server_that_is_not_http2_is_named() -> None:
+    with http_server() as (url, _):
+        (reason,) = reasons(url.replace("http://", "grpc://"))
+    assert reason == "not HTTP/2, is it a gRPC server? (the server sent '<!DOCTYPE HTML>')"
+
+
+def test_a_silent_listener_times_out() -> None:
+    port = free_port()
+    with tcp_listener(port):  # accepts and closes at once
+        (reason,) = reasons(f"grpc://127.0.0.1:{port}")
+    assert "closed the connection" in reason or "connection reset" in reason
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
+    path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)
+
+
+def tls_pair(ca: trustme.CA, *names: str) -> tuple[bytes, bytes]:
+    cert = ca.issue_cert(*names)
+    return cert.private_key_pem.bytes(), b"".join(c.bytes() for c in cert.cert_chain_pems)
+
+
+def test_grpcs_verifies_against_the_given_ca(ca: trustme.CA, ca_file: str) -> None:
+    with grpc_server(tls=tls_pair(ca, "127.0.0.1")) as server:
+        address = f"grpcs://127.0.0.1:{server.port}"
+        (untrusted,) = reasons(address)
+        results = wait_for(f"{address}#cacert={ca_file}", timeout=10)
+        insecure = wait_for(f"{address}#insecure", timeout=10)
+        plaintext = reasons(address.replace("grpcs:", "grpc:"))
+    assert untrusted.startswith("TLS certificate not trusted")
+    assert results[0].reason == insecure[0].reason == "server SERVING"
+    assert plaintext != ["server SERVING"]
+
+
+def test_authority_names_the_server_tls_verifies(ca: trustme.CA, ca_file: str) -> None:
+    with grpc_server(tls=tls_pair(ca, "health.test")) as server:
+        address = f"grpcs://127.0.0.1:{server.port}#cacert={ca_file}"
+        (mismatch,) = reasons(address)
+        results = wait_for(f"{address}&authority=health.test", timeout=10)
+    assert "TLS certificate not trusted" in mismatch
+    assert "127.0.0.1" in mismatch
+    assert results[0].reason == "server SERVING"
+
+
+def test_grpcs_to_a_plaintext_server_is_not_ready() -> None:
+    with grpc_server() as server:
+        (reason,) = reasons(f"grpcs://127.0.0.1:{server.port}#insecure")
+    assert reason.startswith("TLS error")
+
+
+@pytest.mark.parametrize(
+    ("text", "display", "port"),
+    [
+        ("grpc://api", "grpc://api:80", 80),
+        ("grpcs://api", "grpcs://api:443", 443),
+        ("grpc://[::1]:50051#service=a.B", "grpc://[::1]:50051#service=a.B", 50051),
+    ],
+)
+def test_addresses(text: str, display: str, port: int) -> None:
+    target = parse_target(text)
+    assert (str(target), target.port) == (display, port)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("grpc://u:p@api:1", "no user or password"),
+        ("grpc://api:1/grpc.health.v1.Health", "use #service=NAME"),
+        ("grpc://api:1#svc=x", "unknown option 'svc'"),
+        ("grpc://api:1#authority=a%20b", "is not a HOST[:PORT]"),
+        ("grpcs://api:1#cacert=/nonexistent", "not a readable CA file"),
+        ("grpc://api:1#service=a&service=b", "more than once"),
+    ],
+)
+def test_bad_targets(text: str, error: str) -> None:
+    with pytest.raises(TargetError, match="invalid target") as info:
+        parse_target(text)
+    assert error in str(info.value)
+    assert "p@" not in str(info.value)
