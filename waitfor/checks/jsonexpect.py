@@ -1,0 +1,184 @@
+"""JSON expectations for HTTP bodies: ``json=PATH==VALUE`` (or ``json=PATH`` for "exists").
+
+PATH is dotted with ``[index]``: ``status``, ``components.db.status``, ``items[0].ready``,
+``[0]`` for an array at the top, ``["key.with.dots"]`` for a key that contains ``.`` or ``[``.
+VALUE is compared as JSON when it parses as JSON (``true``, ``3``, ``"UP"``, ``null``) and as a
+string otherwise (``UP``); ``green|yellow`` accepts either (a value that is JSON as a whole, such
+as ``"a|b"``, is never split). Comparison is JSON's: ``1`` equals ``1.0`` but not ``true``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+Path = tuple[str | int, ...]
+_INDEX = re.compile(r'\[(?:(-?\d+)|"([^"]*)")\]')
+_NAME = re.compile(r"[^.\[\]]+")
+#: nesting beyond this is refused rather than risk the parser's recursion limit
+MAX_DEPTH = 200
+
+
+@dataclass(frozen=True)
+class JsonExpectation:
+    text: str  # as written, for reasons
+    path: Path
+    accepted: tuple[object, ...] | None  # None: the path only has to exist
+
+    def describe_accepted(self) -> str:
+        assert self.accepted is not None
+        return "|".join(_show(value) for value in self.accepted)
+
+
+def parse_expectation(text: str) -> JsonExpectation:
+    path_text, equals, value_text = text.partition("==")
+    path = parse_path(path_text.strip())
+    if not equals:
+        return JsonExpectation(text, path, None)
+    return JsonExpectation(text, path, parse_values(value_text))
+
+
+def parse_path(text: str) -> Path:
+    if not text:
+        raise ValueError("json needs a PATH, e.g. json=status==UP or json=items[0].ready")
+    parts: list[str | int] = []
+    index = 0
+    while index < len(text):
+        if text[index] == "[":
+            match = _INDEX.match(text, index)
+            if not match:
+                raise ValueError(f'json path {text!r}: expected [INDEX] or ["KEY"] at {index}')
+            parts.append(int(match.group(1)) if match.group(1) else match.group(2))
+        else:
+            if parts:
+                if text[index] != ".":
+                    raise ValueError(f"json path {text!r}: expected '.' or '[' at {index}")
+                index += 1
+            match = _NAME.match(text, index)
+            if not match:
+                raise ValueError(f"json path {text!r}: empty key at {index}")
+            parts.append(match.group())
+        index = match.end()
+    return tuple(parts)
+
+
+def parse_values(text: str) -> tuple[object, ...]:
+    """``3`` -> (3,); ``"a|b"`` -> ("a|b",); ``green|yellow`` -> ("green", "yellow")."""
+    try:
+        return (json.loads(text),)
+    except ValueError:
+        return tuple(_value(alternative) for alternative in text.split("|"))
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def load(body: str) -> object:
+    """The body as JSON; ValueError with a short reason if it is not JSON."""
+    if _too_deep(body):
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of 5000 digits
+        raise ValueError(str(exc).split(":")[0] or type(exc).__name__) from None
+
+
+def unmet(document: object, expectations: Iterable[JsonExpectation]) -> str | None:
+    """Why the first expectation that does not hold fails, or None if all hold."""
+    for expectation in expectations:
+        value, missing = lookup(document, expectation.path)
+        shown = show_path(expectation.path)
+        if missing:
+            return f"json {shown}: {missing}"
+        if expectation.accepted is not None and not any(
+            same(value, accepted) for accepted in expectation.accepted
+        ):
+            return f"json {shown} is {_show(value)} (expecting {expectation.describe_accepted()})"
+    return None
+
+
+def lookup(document: object, path: Path) -> tuple[object, str | None]:
+    """(value, None), or (None, why the path is not there)."""
+    value = document
+    for depth, part in enumerate(path):
+        where = f" in {show_path(path[:depth])}" if depth else ""
+        if isinstance(part, int):
+            if not isinstance(value, list):
+                return None, f"{_kind(value)}{where}, not an array"
+            if not -len(value) <= part < len(value):
+                return None, f"no index {part}{where} ({len(value)} items)"
+            value = value[part]
+        else:
+            if not isinstance(value, dict):
+                return None, f"{_kind(value)}{where}, not an object"
+            if part not in value:
+                return None, f"no key {part!r}{where}"
+            value = value[part]
+    return value, None
+
+
+def same(a: object, b: object) -> bool:
+    """JSON equality: numbers by value, but a boolean is never a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[key], b[key]) for key in a)
+    return type(a) is type(b) and a == b
+
+
+def show_path(path: Path) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _NAME.fullmatch(part):
+            text += f".{part}" if text else part
+        else:
+            text += f'["{part}"]'
+    return text or "the body"
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
+
+
+def _too_deep(body: str) -> bool:
+    depth = 0
+    in_string = escaped = False
+    for char in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
