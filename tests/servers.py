@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import os
 import socket
+import socketserver
 import ssl
 import threading
 import time
@@ -84,7 +86,7 @@ class Script:
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    server: _Server
+    server: _Server | _UnixServer
     timeout = 10  # a silent client does not hold a handler thread for ever
 
     def _answer(self) -> None:
@@ -227,3 +229,28 @@ def banner_server(banner: bytes) -> Iterator[int]:
         stop.set()
         thread.join()
         server.close()
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    script: Script
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
+@contextmanager
+def unix_http_server(path: str, script: Script | None = None) -> Iterator[Script]:
+    """Serve ``script`` over HTTP on the Unix socket ``path`` (removed afterwards)."""
+    server = _UnixServer(path, _Handler)
+    server.script = script or Script()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield server.script
+    finally:
+        server.shutdown()
+        server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

@@ -2,7 +2,8 @@
 
 Ready means a status in 200-399 (or the target's ``status`` option). Redirects to the same host are
 followed (up to 10); a redirect to another host is not followed and its 3xx status is the answer,
-as the kubelet does. At most 64 KiB of body is read, and only when a ``body`` regex must match:
+as the kubelet does. At most 64 KiB of body is read, and only when a ``body`` regex or a ``json``
+expectation must hold:
 64 KiB off the wire and 64 KiB after each Content-Encoding layer, so a gzip bomb stays small.
 TLS is verified by default; ``cacert=FILE`` trusts a private CA and ``insecure`` skips verification.
 Like the kubelet, probes ignore proxy environment variables and never reuse connections.
@@ -15,16 +16,20 @@ all fail the probe the way they fail the kubelet's.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 import ssl
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
+from urllib.parse import unquote
 
 import httpx
 
-from waitfor import tls
+from waitfor import tls, urls
+from waitfor.checks import jsonexpect
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -34,6 +39,7 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.patterns import Pattern, compile_pattern
+from waitfor.redaction import scrub
 
 BODY_LIMIT = 64 * 1024
 MAX_REDIRECTS = 10
@@ -50,6 +56,7 @@ class HttpOptions:
     method: str = "GET"
     insecure: bool = False
     cacert: str | None = None
+    json: tuple[jsonexpect.JsonExpectation, ...] = ()
 
     def accepts(self, status: int) -> bool:
         return any(low <= status <= high for low, high in self.statuses)
@@ -59,7 +66,11 @@ class HttpOptions:
 
 
 class HttpCheck(Check):
-    OPTION_NAMES = frozenset({"status", "body", "header", "method", "insecure", "cacert"})
+    OPTION_NAMES = frozenset({"status", "body", "header", "method", "insecure", "cacert", "json"})
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        return parse_http_unix(url)
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> HttpOptions:
@@ -69,8 +80,9 @@ class HttpCheck(Check):
         method = (single(pairs, "method") or "GET").upper()
         if method not in _METHODS:
             raise ValueError(f"method must be one of {', '.join(_METHODS)}, not {method!r}")
-        if body is not None and method == "HEAD":
-            raise ValueError("a body regex needs method GET")
+        expectations = tuple(jsonexpect.parse_expectation(v) for k, v in pairs if k == "json")
+        if (body is not None or expectations) and method == "HEAD":
+            raise ValueError("a body or json expectation needs method GET")
         cacert = single(pairs, "cacert")
         if cacert is not None:
             tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
@@ -81,6 +93,7 @@ class HttpCheck(Check):
             method=method,
             insecure=flag(pairs, "insecure"),
             cacert=cacert,
+            json=expectations,
         )
 
     @property
@@ -101,7 +114,9 @@ class HttpCheck(Check):
                 else tls.plaintext_only_context()
             )
             limits = httpx.Limits(max_keepalive_connections=0)
-            transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
+            transport = httpx.AsyncHTTPTransport(
+                verify=verify, trust_env=False, limits=limits, uds=self.target.param("socket")
+            )
             # Resolve and connect through the shared helper (bounded, cancellable lookups); httpx
             # has no public way to choose httpcore's network backend, hence the private attribute.
             transport._pool._network_backend = NetBackend()
@@ -124,7 +139,7 @@ class HttpCheck(Check):
         return {}
 
     async def probe(self, budget: float) -> Outcome:
-        url = httpx.URL(self.target.url)
+        url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
         try:
             return await self._probe(url, budget)
         except httpx.TimeoutException:
@@ -165,7 +180,7 @@ class HttpCheck(Check):
         status = response.status_code
         if not options.accepts(status):
             return Outcome.down(f"HTTP {status} (expecting {options.describe_statuses()})")
-        if options.body is None:
+        if options.body is None and not options.json:
             return Outcome.up(f"HTTP {status}")
         try:
             text = decode_body(
@@ -175,9 +190,20 @@ class HttpCheck(Check):
             )
         except BodyError as exc:
             return Outcome.down(f"HTTP {status} but {exc}")
-        if not await options.body.search(text.encode("utf-8", errors="replace")):
+        if options.body is not None and not await options.body.search(
+            text.encode("utf-8", errors="replace")
+        ):
             return Outcome.down(f"HTTP {status} but body does not match {options.body.pattern!r}")
-        return Outcome.up(f"HTTP {status}, body matches")
+        if not options.json:
+            return Outcome.up(f"HTTP {status}, body matches")
+        try:
+            document = jsonexpect.load(text)
+        except ValueError as exc:
+            return Outcome.down(f"HTTP {status} but the body is not JSON: {exc}")
+        unmet = jsonexpect.unmet(document, options.json)
+        if unmet is not None:
+            return Outcome.down(f"HTTP {status} but {unmet}")
+        return Outcome.up(f"HTTP {status}, json matches")
 
     async def aclose(self) -> None:
         for client in self._clients.values():
@@ -242,6 +268,34 @@ def _decompress(data: bytes, coding: str) -> bytes:
             except zlib.error:
                 pass
         raise BodyError(f"its {coding} body is corrupt") from None
+
+
+def parse_http_unix(url: str) -> Address:
+    """``http+unix://%2Frun%2Fapp.sock/healthz``: the socket path percent-encoded as the host
+    (the requests-unixsocket / docker-py convention); the request goes to ``http://localhost``."""
+    rest = url[len("http+unix://") :] if url[:12].lower() == "http+unix://" else ""
+    encoded, slash, tail = rest.partition("/")
+    if "@" in encoded:
+        raise ValueError("http+unix targets take no user or password")
+    socket_path = unquote(encoded)
+    if not socket_path.startswith("/"):
+        raise ValueError(
+            "the socket path must be absolute and percent-encoded: "
+            "http+unix://%2Frun%2Fapp.sock/PATH"
+        )
+    if "\0" in socket_path or len(os.fsencode(socket_path)) > 107:
+        raise ValueError("the socket path is not a valid Unix socket path")
+    path_query = slash + tail
+    parts = urls.split(f"http://localhost{path_query}")
+    secrets = urls.secrets(parts)
+    query = f"?{scrub(parts.query, secrets)}" if parts.query else ""
+    return Address(
+        host=socket_path,
+        port=None,
+        display=f"http+unix://{encoded}{parts.path}{query}",
+        secrets=frozenset(secrets),
+        params=(("socket", socket_path), ("url", f"http://localhost{path_query}")),
+    )
 
 
 def describe_transport_error(exc: httpx.TransportError) -> str:

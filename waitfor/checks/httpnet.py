@@ -17,6 +17,7 @@ from typing import Any
 import httpcore
 
 from waitfor.checks import net
+from waitfor.checks.base import describe_os_error
 
 
 class NetBackend(httpcore.AsyncNetworkBackend):
@@ -45,7 +46,15 @@ class NetBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.UnsupportedProtocol("Unix sockets are not supported by this backend")
+        # http+unix: a local path, nothing to resolve
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_unix_connection(path)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"{path}: timed out after {timeout:.1f}s") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{path}: {describe_os_error(exc)}") from exc
+        return NetStream(reader, writer)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
