@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from waitfor import urls
+from waitfor.checks import net
 from waitfor.checks.base import (
     Address,
     Check,
@@ -32,7 +33,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.checks.tcp import ConnectFailed, open_socket
 
 if TYPE_CHECKING:
     import asyncio
@@ -113,28 +113,20 @@ class GrpcCheck(Check):
         return context
 
     async def probe(self, budget: float) -> Outcome:
-        import asyncio
-
         import h2.exceptions
 
         host, port = self.target.host, self.target.port or 0
         authority = self.options.authority or urls.host_port(host, port)
         try:
-            sock = await open_socket(host, port, budget)
-        except ConnectFailed as exc:
-            return Outcome.down(str(exc))
-        try:
-            reader, writer = await asyncio.open_connection(
-                sock=sock,
-                ssl=self._tls,
+            reader, writer = await net.open_stream(
+                host,
+                port,
+                budget,
+                tls=self._tls,
                 server_hostname=_server_name(authority) if self._tls else None,
             )
-        except ssl.SSLCertVerificationError as exc:
-            sock.close()
-            return Outcome.down(f"TLS certificate not trusted: {exc.verify_message}")
-        except (ssl.SSLError, OSError) as exc:
-            sock.close()
-            return Outcome.down(_describe(exc))
+        except net.NetError as exc:
+            return Outcome.down(str(exc))
         try:
             if self._tls and writer.get_extra_info("ssl_object").selected_alpn_protocol() != "h2":
                 return Outcome.down("the server did not agree to HTTP/2 (ALPN h2): not gRPC")
@@ -146,7 +138,7 @@ class GrpcCheck(Check):
         except (ssl.SSLError, OSError) as exc:
             return Outcome.down(_describe(exc))
         finally:
-            writer.close()
+            writer.transport.abort()  # a probe leaves nothing behind, not even a TLS goodbye
         return self._judge(answer)
 
     def _judge(self, answer: _Answer) -> Outcome:
