@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import subprocess
 import sys
 import threading
@@ -9,6 +11,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 import trustme
 
@@ -186,3 +191,113 @@ def test_bad_targets(text: str, error: str) -> None:
         parse_target(text)
     assert error in str(info.value)
     assert "p@" not in str(info.value)
+
+
+class RawServer:
+    """A TCP server that answers each connection with ``reply(conn)``: hostile gRPC peers."""
+
+    def __init__(self, reply: Callable[[socket.socket], None]) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.port = self.sock.getsockname()[1]
+        self.reply = reply
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    def serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(2)
+                self.reply(conn)
+
+    def __enter__(self) -> int:
+        self.thread.start()
+        return int(self.port)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def h2_server(conn: socket.socket) -> tuple[h2.connection.H2Connection, int]:
+    """Read the client's preface and request; return the server side and the stream."""
+    server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    server.initiate_connection()
+    conn.sendall(server.data_to_send())
+    while True:
+        for event in server.receive_data(conn.recv(65536)):
+            if isinstance(event, h2.events.StreamEnded):
+                conn.sendall(server.data_to_send())
+                return server, event.stream_id
+
+
+def garbage(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.sendall(bytes(range(256)) * 4)
+
+
+def reset(conn: socket.socket) -> None:
+    server, stream = h2_server(conn)
+    server.reset_stream(stream, error_code=2)
+    conn.sendall(server.data_to_send())
+
+
+def endless(conn: socket.socket) -> None:
+    server, stream = h2_server(conn)
+    server.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
+    for _ in range(7):  # more than the answer may be, within the flow-control window
+        server.send_data(stream, b"\0" * 8192)
+    conn.sendall(server.data_to_send())
+    time.sleep(1)
+
+
+def teapot(conn: socket.socket) -> None:
+    server, stream = h2_server(conn)
+    server.send_headers(stream, [(":status", "418")], end_stream=True)
+    conn.sendall(server.data_to_send())
+
+
+def no_status(conn: socket.socket) -> None:
+    server, stream = h2_server(conn)
+    server.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
+    server.send_data(stream, b"\0\0\0\0\x02\x08\x01", end_stream=True)  # SERVING, no trailers
+    conn.sendall(server.data_to_send())
+
+
+def truncated(conn: socket.socket) -> None:
+    server, stream = h2_server(conn)
+    server.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
+    server.send_data(stream, b"\0\0\0\0\x05\x08")  # says 5 bytes, sends 1
+    server.send_headers(stream, [("grpc-status", "0")], end_stream=True)
+    conn.sendall(server.data_to_send())
+
+
+def goaway(conn: socket.socket) -> None:
+    server, _ = h2_server(conn)
+    server.close_connection(error_code=11)
+    conn.sendall(server.data_to_send())
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (garbage, "not an HTTP/2 answer"),
+        (reset, "the server reset the call (HTTP/2 INTERNAL_ERROR)"),
+        (endless, "the answer is over 16384 bytes: not a health check"),
+        (teapot, "HTTP 418 instead of a gRPC answer"),
+        (no_status, "the answer has no grpc-status: not a gRPC server?"),
+        (truncated, "server in a truncated message"),
+        (goaway, "the server closed the connection (GOAWAY ENHANCE_YOUR_CALM)"),
+    ],
+)
+def test_hostile_servers_are_not_ready_with_a_reason(
+    reply: Callable[[socket.socket], None], expected: str
+) -> None:
+    with RawServer(reply) as port:
+        (reason,) = reasons(f"grpc://127.0.0.1:{port}", timeout=1)
+    assert reason.startswith(expected), reason

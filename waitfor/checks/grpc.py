@@ -63,6 +63,10 @@ class GrpcOptions:
 
 
 class GrpcCheck(Check):
+    USAGE = (
+        ("grpc://HOST:PORT", "the gRPC health service answers SERVING"),
+        ("grpcs://HOST:PORT#service=NAME&cacert=ca.pem", "the same over TLS, for one service"),
+    )
     OPTION_NAMES = frozenset({"service", "authority", "insecure", "cacert"})
 
     @classmethod
@@ -230,13 +234,20 @@ async def _call(
                 if len(body) > ANSWER_LIMIT:
                     raise _NoAnswer(f"the answer is over {ANSWER_LIMIT} bytes: not a health check")
             elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream:
-                raise _NoAnswer(f"the server reset the call (HTTP/2 error {event.error_code!s})")
+                raise _NoAnswer(f"the server reset the call (HTTP/2 {_code(event.error_code)})")
             elif isinstance(event, h2.events.ConnectionTerminated):
-                raise _NoAnswer(f"the server closed the connection (GOAWAY {event.error_code!s})")
+                raise _NoAnswer(
+                    f"the server closed the connection (GOAWAY {_code(event.error_code)})"
+                )
             elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
                 answer.body = bytes(body)
                 return answer
         writer.write(connection.data_to_send())
+
+
+def _code(error: object) -> str:
+    """An HTTP/2 error code by name: ``INTERNAL_ERROR`` rather than ``2``."""
+    return str(getattr(error, "name", error))
 
 
 def _take_headers(answer: _Answer, headers: Any) -> None:
