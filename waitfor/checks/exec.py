@@ -37,6 +37,10 @@ _OPTION = re.compile(r"-{0,2}([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
 
 
 class ExecCheck(Check):
+    USAGE = (
+        ("exec:COMMAND ARG...", "the command exits 0 (no shell; killed at the attempt timeout)"),
+    )
+
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
         text = url[len(scheme) + 1 :]

@@ -31,6 +31,7 @@ class FileOptions:
 
 
 class FileCheck(Check):
+    USAGE = (("file:///path#nonempty", "the path exists (#nonempty: and has content)"),)
     OPTION_NAMES = frozenset({"nonempty"})
 
     @classmethod

@@ -21,6 +21,8 @@ MAX_PATH_BYTES = 107
 
 
 class UnixCheck(Check):
+    USAGE = (("unix:///path/to.sock", "a connection to the Unix socket is accepted"),)
+
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
         path = socket_path(url, scheme)
