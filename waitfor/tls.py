@@ -26,15 +26,19 @@ def client_context(
     certfile: str | None = None,
     keyfile: str | None = None,
     what: tuple[str, str, str] = ("cacert", "certificate", "key"),
+    alpn: tuple[str, ...] = (),
 ) -> ssl.SSLContext:
     """A client context; ``cafile=None`` trusts the system's CAs. Raise TlsFileError for bad files.
+
+    ``alpn``: the application protocols offered (``("h2",)`` for gRPC); part of the sharing key,
+    as a shared context must never be changed after it is made.
 
     ``what`` names the three files the way the user wrote them (``cacert``, ``sslrootcert``, ...).
     Settings that make no difference (a CA file when not verifying) do not make another context.
     """
     if not verify:
         cafile, check_hostname = None, False
-    return _cached_context(verify, cafile, check_hostname, certfile, keyfile, what)
+    return _cached_context(verify, cafile, check_hostname, certfile, keyfile, what, alpn)
 
 
 @cache
@@ -45,6 +49,7 @@ def _cached_context(
     certfile: str | None,
     keyfile: str | None,
     what: tuple[str, str, str],
+    alpn: tuple[str, ...] = (),
 ) -> ssl.SSLContext:
     if not verify:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -71,6 +76,8 @@ def _cached_context(
             raise TlsFileError(
                 f"{name}: not a usable PEM certificate and private key ({_reason(exc)})"
             ) from None
+    if alpn:
+        context.set_alpn_protocols(list(alpn))
     return context
 
 

@@ -182,7 +182,7 @@ def test_addresses(text: str, display: str, port: int) -> None:
         ("grpc://api:1/grpc.health.v1.Health", "use #service=NAME"),
         ("grpc://api:1#svc=x", "unknown option 'svc'"),
         ("grpc://api:1#authority=a%20b", "is not a HOST[:PORT]"),
-        ("grpcs://api:1#cacert=/nonexistent", "not a readable CA file"),
+        ("grpcs://api:1#cacert=/nonexistent", "cacert '/nonexistent' does not exist"),
         ("grpc://api:1#service=a&service=b", "more than once"),
     ],
 )

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from waitfor import urls
+from waitfor import tls, urls
 from waitfor.checks import net
 from waitfor.checks.base import (
     Address,
@@ -88,10 +88,7 @@ class GrpcCheck(Check):
             raise ValueError(f"authority {authority!r} is not a HOST[:PORT]")
         cacert = single(pairs, "cacert")
         if cacert is not None:
-            try:
-                ssl.create_default_context(cafile=cacert)
-            except (OSError, ssl.SSLError):
-                raise ValueError(f"cacert {cacert!r} is not a readable CA file (PEM)") from None
+            tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
         return GrpcOptions(
             service=single(pairs, "service") or "",
             authority=authority,
@@ -109,12 +106,7 @@ class GrpcCheck(Check):
         if self.target.scheme != "grpcs":
             return None  # --insecure / --cacert defaults reach plaintext targets too: moot
         options = self.options
-        context = ssl.create_default_context(cafile=options.cacert)
-        if options.insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        context.set_alpn_protocols(["h2"])
-        return context
+        return tls.client_context(verify=not options.insecure, cafile=options.cacert, alpn=("h2",))
 
     async def probe(self, budget: float) -> Outcome:
         import h2.exceptions
