@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -35,12 +37,15 @@ SECRETS = (
     "mqtt-pass-17",
     "nats-token-18",
     "nats-pass-19",
+    "exec-pass-20",
+    "unix-tok-21",
+    "unix-auth-22",
 )
 
 
 @pytest.fixture
 def secret_targets(
-    pg_cluster: Callable[[], Cluster], dns_server: DnsServer
+    pg_cluster: Callable[[], Cluster], dns_server: DnsServer, tmp_path: Path
 ) -> tuple[list[str], list[str]]:
     """(targets, the host:port each must still show), all failing, each holding secrets."""
     cluster = pg_cluster()
@@ -70,6 +75,10 @@ def secret_targets(
         f"mqtts://app:mqtt-pass-17@127.0.0.1:{mqtt}",
         f"nats://nats-token-18@127.0.0.1:{nats}",
         f"tls://app:nats-pass-19@127.0.0.1:{nats}#jetstream",
+        # a command that prints the secret it was given: its output is the reason
+        "exec:sh -c 'echo \"login with $1 failed\"; exit 1' sh --password=exec-pass-20",
+        f"http+unix://{quote(str(tmp_path / 'none.sock'), safe='')}/health?token=unix-tok-21"
+        "#header=Authorization:%20Bearer%20unix-auth-22",
     ]
     shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
     shown += [f"port={quoted}", f"127.0.0.1:{raw_at}"]
@@ -79,6 +88,7 @@ def secret_targets(
     if listening(RABBITMQ_PORT):  # a refused login at a real broker: the reason is told
         targets.append(f"amqp://waitfor-nobody:amqp-pass-16@127.0.0.1:{RABBITMQ_PORT}/app")
         shown.append(f"127.0.0.1:{RABBITMQ_PORT}")
+    shown += ["failed", "none.sock"]
     return targets, [*shown, f"127.0.0.1:{cluster.port}", dns_server.address]
 
 
@@ -125,6 +135,9 @@ def test_no_secret_in_library_exceptions(
         "host=127.0.0.1 password=space tail-13",
         "http://127.0.0.1:1/#header=X-Api-Key:%20tail-13&status=bogus",
         "http://127.0.0.1:1/#header=X-Api-Key:%20t%C3%A1il-13",
+        "grpc://user:tail-13@127.0.0.1:1",
+        "http+unix://u:tail-13@%2Frun%2Fa.sock/",
+        "exec:sh -c 'unclosed --password=tail-13",
     ],
 )
 def test_no_secret_in_configuration_errors(target: str) -> None:
