@@ -9,9 +9,11 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from bench import brokers, plots
 from bench.scenarios import (
@@ -29,7 +31,15 @@ from bench.scenarios import (
     rejected_logged,
     run_measured,
 )
-from tests.servers import Script, free_port, free_ports, http_server, tcp_listener
+from tests.grpcserver import grpc_server
+from tests.servers import (
+    Script,
+    free_port,
+    free_ports,
+    http_server,
+    tcp_listener,
+    unix_http_server,
+)
 
 OUT = Path("docs/bench")
 SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint", "brokers"]
@@ -113,7 +123,15 @@ def measure_cold_start(
 def _cold_start(
     wf: str, wfi: str, dns: str, port: int, my: int, rd: int, mc: int, runs: int
 ) -> dict[str, Any]:
-    with tcp_listener(port), http_server(Script()) as (url, _):
+    with (
+        tcp_listener(port),
+        http_server(Script()) as (url, _),
+        tempfile.TemporaryDirectory(prefix="waitfor-bench-") as scratch,
+        grpc_server() as grpc,
+        unix_http_server(f"{scratch}/app.sock"),
+    ):
+        sock = f"{scratch}/app.sock"
+        unix_url = f"http+unix://{quote(sock, safe='')}/"
         tools = [
             Tool("python -c pass", [sys.executable, "-c", "pass"]),
             Tool("waitfor tcp", [wf, "-q", f"tcp://127.0.0.1:{port}"]),
@@ -132,8 +150,27 @@ def _cold_start(
             Tool("waitfor redis", [wf, "-q", f"redis://127.0.0.1:{rd}"]),
             Tool("redis-cli ping", ["redis-cli", "-h", "127.0.0.1", "-p", str(rd), "ping"]),
             Tool("waitfor memcached", [wf, "-q", f"memcached://127.0.0.1:{mc}"]),
+            Tool("waitfor grpc", [wf, "-q", f"grpc://127.0.0.1:{grpc.port}"]),
+            Tool("grpcio health check", [sys.executable, "-c", GRPCIO_CHECK, str(grpc.port)]),
+            Tool("waitfor http+unix", [wf, "-q", unix_url]),
+            Tool("curl --unix-socket", [*CURL_UNIX, sock, "http://localhost/"]),
+            Tool("waitfor unix", [wf, "-q", f"unix://{sock}"]),
+            Tool("waitfor file", [wf, "-q", f"file://{sock}"]),
+            Tool("test -e", ["test", "-e", sock]),
+            Tool("waitfor exec", [wf, "-q", "exec:true"]),
         ]
         return as_dict(cold_start(tools, runs))
+
+
+#: what people write without grpc_health_probe: the health stub from grpcio
+GRPCIO_CHECK = """\
+import sys, grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+channel = grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}")
+answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+sys.exit(answer.status != health_pb2.HealthCheckResponse.SERVING)
+"""
+CURL_UNIX = ["curl", "-fsS", "-o", "/dev/null", "--unix-socket"]
 
 
 def measure_detection(

@@ -18,6 +18,9 @@ PEERS = {  # waitfor's figure -> the peer it is compared with
     "waitfor mysql": "mysqladmin ping",
     "waitfor mysql query": "mysqladmin ping",
     "waitfor redis": "redis-cli ping",
+    "waitfor grpc": "grpcio health check",
+    "waitfor http+unix": "curl --unix-socket",
+    "waitfor file": "test -e",
 }
 
 
