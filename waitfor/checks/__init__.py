@@ -35,6 +35,12 @@ KINDS: dict[str, Kind] = {
     "mqtts": Kind("mqtt", "waitfor.checks.mqtt:MqttCheck"),
     "nats": Kind("nats", "waitfor.checks.nats:NatsCheck"),
     "tls": Kind("nats", "waitfor.checks.nats:NatsCheck"),
+    "grpc": Kind("grpc", "waitfor.checks.grpc:GrpcCheck"),
+    "grpcs": Kind("grpc", "waitfor.checks.grpc:GrpcCheck"),
+    "http+unix": Kind("http", "waitfor.checks.http:HttpCheck"),
+    "unix": Kind("unix", "waitfor.checks.unix:UnixCheck"),
+    "file": Kind("file", "waitfor.checks.file:FileCheck"),
+    "exec": Kind("exec", "waitfor.checks.exec:ExecCheck"),
 }
 
 

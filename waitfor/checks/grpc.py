@@ -21,18 +21,20 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from waitfor import tls, urls
+from waitfor import tls
 from waitfor.checks import net
 from waitfor.checks.base import (
-    Address,
     Check,
     OptionPairs,
     Outcome,
     describe_os_error,
     flag,
+    host_port,
     reject_unknown,
     single,
 )
+from waitfor.targets import _Address as Address
+from waitfor.targets import _host, _port, _split
 
 if TYPE_CHECKING:
     import asyncio
@@ -71,14 +73,14 @@ class GrpcCheck(Check):
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = urls.split(url)
+        parts = _split(url)
         if parts.username is not None or parts.password is not None:
             raise ValueError(f"{scheme} targets take no user or password")
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(f"{scheme} targets are {scheme}://HOST[:PORT] (use #service=NAME)")
-        host = urls.host(parts)
-        port = urls.port(parts, default=443 if scheme == "grpcs" else 80)
-        return Address(host=host, port=port, display=f"{scheme}://{urls.host_port(host, port)}")
+        host = _host(parts)
+        port = _port(parts, default=443 if scheme == "grpcs" else 80)
+        return Address(host=host, port=port, display=f"{scheme}://{host_port(host, port)}")
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> GrpcOptions:
@@ -112,7 +114,7 @@ class GrpcCheck(Check):
         import h2.exceptions
 
         host, port = self.target.host, self.target.port or 0
-        authority = self.options.authority or urls.host_port(host, port)
+        authority = self.options.authority or host_port(host, port)
         try:
             reader, writer = await net.open_stream(
                 host,

@@ -26,10 +26,9 @@ from urllib.parse import unquote
 
 import httpx
 
-from waitfor import tls, urls
+from waitfor import tls
 from waitfor.checks import jsonexpect
 from waitfor.checks.base import (
-    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -39,7 +38,9 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.patterns import Pattern, compile_pattern
-from waitfor.redaction import scrub
+from waitfor.redaction import is_secret_name, scrub
+from waitfor.targets import _Address as Address
+from waitfor.targets import _query_pairs, _split
 
 BODY_LIMIT = 64 * 1024
 MAX_REDIRECTS = 10
@@ -70,7 +71,11 @@ class HttpCheck(Check):
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        return parse_http_unix(url)
+        if scheme == "http+unix":
+            return parse_http_unix(url)
+        from waitfor.targets import _parse_http
+
+        return _parse_http(scheme, url)
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> HttpOptions:
@@ -286,8 +291,8 @@ def parse_http_unix(url: str) -> Address:
     if "\0" in socket_path or len(os.fsencode(socket_path)) > 107:
         raise ValueError("the socket path is not a valid Unix socket path")
     path_query = slash + tail
-    parts = urls.split(f"http://localhost{path_query}")
-    secrets = urls.secrets(parts)
+    parts = _split(f"http://localhost{path_query}")
+    secrets = {v for k, v in _query_pairs(parts.query) if is_secret_name(k) and v}
     query = f"?{scrub(parts.query, secrets)}" if parts.query else ""
     return Address(
         host=socket_path,
