@@ -213,6 +213,11 @@ class RawServer:
             with conn, contextlib.suppress(OSError):
                 conn.settimeout(2)
                 self.reply(conn)
+                # Read what the client still sends until it hangs up: closing with unread data
+                # would reset the connection, and the client might see that before the reply.
+                conn.shutdown(socket.SHUT_WR)
+                while conn.recv(65536):
+                    pass
 
     def __enter__(self) -> int:
         self.thread.start()
@@ -230,7 +235,10 @@ def h2_server(conn: socket.socket) -> tuple[h2.connection.H2Connection, int]:
     server.initiate_connection()
     conn.sendall(server.data_to_send())
     while True:
-        for event in server.receive_data(conn.recv(65536)):
+        data = conn.recv(65536)
+        if not data:  # the client gave up (its attempt was cut off)
+            raise ConnectionAbortedError
+        for event in server.receive_data(data):
             if isinstance(event, h2.events.StreamEnded):
                 conn.sendall(server.data_to_send())
                 return server, event.stream_id
