@@ -95,7 +95,8 @@ def unparsed(text: str) -> str:
     match = _SCHEME.match(text)
     scheme, rest = (match.group(), text[match.end() :]) if match else ("", text)
     if not rest.startswith("//"):  # dns:NAME, exec:..., or no scheme at all
-        head = re.split(r"[?#]", rest, maxsplit=1)[0]
+        # Up to the first space too: exec:'s later words may be credentials (--password=...).
+        head = re.split(r"[?#\s]", rest, maxsplit=1)[0]
         shown = f"{MASK}@{head.rpartition('@')[2]}" if "@" in head else head
         return scheme + shown + ("..." if len(head) < len(rest) else "")
     ambiguous = ambiguous_userinfo(text)

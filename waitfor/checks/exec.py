@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from waitfor.checks.base import Check, Outcome
-from waitfor.redaction import MASK, is_secret_name, scrub
+from waitfor.redaction import MASK, is_secret_name, userinfo
 from waitfor.targets import _Address as Address
 
 #: the reason quotes at most this much of the command's last line
@@ -34,6 +34,8 @@ TAIL_BYTES = 4096
 #: how long to drain the output after the process group is gone
 DRAIN_SECONDS = 0.5
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: stands for a hidden value while the words are quoted (quoting would wrap "***" in quotes)
+_HOLE = "WAITFORHIDDENVALUE"
 _OPTION = re.compile(r"-{0,2}([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
 
 
@@ -51,8 +53,9 @@ class ExecCheck(Check):
             raise ValueError(f"cannot split the command: {str(exc).lower()}") from None
         if not argv:
             raise ValueError("missing command: exec:COMMAND ARG...")
-        secrets = argv_secrets(argv)
-        display = "exec:" + scrub(shlex.join(argv), secrets)
+        shown, secrets = masked_argv(argv)
+        # Quoted as a shell would need, with the mask itself left bare: exec:cli --token ***
+        display = "exec:" + shlex.join(shown).replace(_HOLE, MASK)
         return Address(
             host=argv[0],
             port=None,
@@ -64,7 +67,13 @@ class ExecCheck(Check):
     async def probe(self, budget: float) -> Outcome:
         argv = [value for key, value in self.target.params if key == "arg"]
         # Our own timeout fires just before the runner's, so the reason can say what happened.
-        return await run_command(argv, max(budget - 0.05, budget * 0.9))
+        outcome = await run_command(argv, max(budget - 0.05, budget * 0.9))
+        # The reason quotes the command's own output, which no parser built: a secret it was
+        # given and prints (an error echoing its command line) can only be found by its text.
+        reason = outcome.reason
+        for secret in sorted(self.target.secrets, key=len, reverse=True):
+            reason = reason.replace(secret, MASK)
+        return Outcome(outcome.ready, reason, outcome.permanent)
 
 
 async def run_command(argv: Sequence[str], budget: float) -> Outcome:
@@ -152,17 +161,45 @@ def last_line(output: bytes) -> str:
     return line if len(line) <= LINE_LIMIT else line[: LINE_LIMIT - 1] + "…"
 
 
-def argv_secrets(argv: Sequence[str]) -> set[str]:
-    """Values in a command line that look like credentials (see the module docstring)."""
-    found = set()
-    for index, arg in enumerate(argv):
-        if match := _OPTION.fullmatch(arg):
-            if is_secret_name(match.group(1)) and match.group(2):
-                found.add(match.group(2))
-        elif arg.startswith("-") and is_secret_name(arg) and index + 1 < len(argv):
-            found.add(argv[index + 1])
-        if "://" in arg and "@" in arg:
-            with contextlib.suppress(ValueError):
-                if password := urlsplit(arg).password:
-                    found.add(password)
-    return {secret for secret in found if secret and secret != MASK}
+def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:
+    """The words as shown, with what looks like a credential as ``_HOLE``, and those values.
+
+    ``--password=X``, ``PGPASSWORD=X`` (an option or assignment named like a secret), the word
+    after ``--token`` / ``-password`` (a dashed option named like one), a URL's password.
+    """
+    shown, secrets = [], set()
+    hide_next = False
+    for arg in argv:
+        if hide_next and arg:
+            shown.append(_HOLE)
+            secrets.add(arg)
+            hide_next = False
+            continue
+        hide_next = False
+        match = _OPTION.fullmatch(arg)
+        if match and is_secret_name(match.group(1)) and match.group(2):
+            shown.append(arg[: match.start(2)] + _HOLE)
+            secrets.add(match.group(2))
+        elif not match and arg.startswith("-") and is_secret_name(arg):
+            shown.append(arg)
+            hide_next = True
+        elif "://" in arg and "@" in arg and (url := _url_with_password(arg)):
+            shown.append(url[0])
+            secrets.add(url[1])
+        else:
+            shown.append(arg)
+    return shown, secrets
+
+
+def _url_with_password(arg: str) -> tuple[str, str] | None:
+    """(the URL with its password as ``_HOLE``, the password), if it has one."""
+    try:
+        parts = urlsplit(arg)
+        password = parts.password
+    except ValueError:
+        return None
+    if not password:
+        return None
+    netloc = userinfo(parts.username, password).replace(MASK, _HOLE)
+    netloc += parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc).geturl(), password

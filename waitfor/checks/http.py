@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 import httpx
 
-from waitfor import tls
+from waitfor import redaction, tls
 from waitfor.checks import jsonexpect
 from waitfor.checks.base import (
     Check,
@@ -38,7 +38,6 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.patterns import Pattern, compile_pattern
-from waitfor.redaction import is_secret_name, scrub
 from waitfor.targets import _Address as Address
 from waitfor.targets import _query_pairs, _split
 
@@ -292,8 +291,8 @@ def parse_http_unix(url: str) -> Address:
         raise ValueError("the socket path is not a valid Unix socket path")
     path_query = slash + tail
     parts = _split(f"http://localhost{path_query}")
-    secrets = {v for k, v in _query_pairs(parts.query) if is_secret_name(k) and v}
-    query = f"?{scrub(parts.query, secrets)}" if parts.query else ""
+    secrets = {v for k, v in _query_pairs(parts.query) if redaction.is_secret_name(k) and v}
+    query = f"?{redaction.query(parts.query)}" if parts.query else ""
     return Address(
         host=socket_path,
         port=None,
