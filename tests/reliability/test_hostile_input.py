@@ -248,8 +248,7 @@ schemes = st.sampled_from(
         "http+unix://%2Frun%2Fa.sock",
         "file://",
         "file:",
-        "exec:",
-        "exec:sh -c '",
+        "exec:",  # no shell runs these words: a fuzzer must never script a shell
         "ftp://",
         "",
     ]
@@ -407,6 +406,11 @@ PLANTED = [
     ("http://db/#header=X:%20{}&status=x", ()),
     ("https://db/x?token={}", ()),
     ("postgresql://db/x?password={}&port=x", ()),
+    ("grpc://u:{}@db:1", URL_RAW),
+    ("http+unix://%2Frun%2Fa.sock/x?token={}", ()),
+    ("exec:cli --password={} ping", ()),
+    ("exec:cli --token {} ping", ()),
+    ("exec:psql postgresql://u:{}@db/x", ()),
 ]
 
 
