@@ -18,12 +18,24 @@ import asyncio
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import __version__, redaction
 from waitfor.checks import tlsconfig
-from waitfor.checks.base import Check, OptionPairs, Outcome, host_port, reject_unknown, single
+from waitfor.checks.base import (
+    Check,
+    OptionPairs,
+    Outcome,
+    describe_os_error,
+    host_port,
+    reject_unknown,
+    single,
+)
 from waitfor.targets import _Address, _decoded, _host, _port, _split
+
+if TYPE_CHECKING:
+    import ssl
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 FRAME_METHOD, FRAME_HEARTBEAT = 1, 8
@@ -87,15 +99,19 @@ class AmqpCheck(Check):
             raise ValueError(f"mode must be login or ping, not {mode!r}")
         return AmqpOptions(mode=mode, tls=tlsconfig.parse_tls_options(pairs))
 
+    @cached_property
+    def _tls(self) -> ssl.SSLContext | None:  # made once per target: loading CAs is not free
+        options: AmqpOptions = self.target.options  # type: ignore[assignment]
+        return tlsconfig.client_context(options.tls) if self.target.scheme == "amqps" else None
+
     async def probe(self, budget: float) -> Outcome:
         from waitfor.checks import net
 
         options: AmqpOptions = self.target.options  # type: ignore[assignment]
-        tls = tlsconfig.client_context(options.tls) if self.target.scheme == "amqps" else None
         deadline = time.monotonic() + budget
         try:
             reader, writer = await net.open_stream(
-                self.target.host, self.target.port or 5672, budget, tls=tls
+                self.target.host, self.target.port or 5672, budget, tls=self._tls
             )
         except net.NetError as exc:
             return Outcome.down(str(exc))
@@ -107,8 +123,6 @@ class AmqpCheck(Check):
         except asyncio.IncompleteReadError:
             return Outcome.down("the broker closed the connection during the handshake")
         except OSError as exc:
-            from waitfor.checks.base import describe_os_error
-
             return Outcome.down(f"connection lost: {describe_os_error(exc)}")
         finally:
             writer.close()

@@ -18,7 +18,8 @@ import asyncio
 import secrets
 import struct
 from dataclasses import dataclass, field
-from typing import ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction
 from waitfor.checks import tlsconfig
@@ -32,6 +33,9 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.targets import _Address, _decoded, _host, _port, _split
+
+if TYPE_CHECKING:
+    import ssl
 
 CONNACK = 2
 DISCONNECT = b"\xe0\x00"
@@ -112,14 +116,18 @@ class MqttCheck(Check):
             raise ValueError(f"mode must be login or ping, not {mode!r}")
         return MqttOptions(mode=mode, tls=tlsconfig.parse_tls_options(pairs))
 
+    @cached_property
+    def _tls(self) -> ssl.SSLContext | None:  # made once per target: loading CAs is not free
+        options: MqttOptions = self.target.options  # type: ignore[assignment]
+        return tlsconfig.client_context(options.tls) if self.target.scheme == "mqtts" else None
+
     async def probe(self, budget: float) -> Outcome:
         from waitfor.checks import net
 
         options: MqttOptions = self.target.options  # type: ignore[assignment]
-        tls = tlsconfig.client_context(options.tls) if self.target.scheme == "mqtts" else None
         try:
             reader, writer = await net.open_stream(
-                self.target.host, self.target.port or 1883, budget, tls=tls
+                self.target.host, self.target.port or 1883, budget, tls=self._tls
             )
         except net.NetError as exc:
             return Outcome.down(str(exc))

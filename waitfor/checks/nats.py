@@ -17,7 +17,8 @@ import json
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from waitfor import __version__, redaction
 from waitfor.checks import tlsconfig
@@ -32,6 +33,9 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.targets import _Address, _decoded, _host, _port, _split
+
+if TYPE_CHECKING:
+    import ssl
 
 MODES = ("login", "ping")
 MAX_PAYLOAD = 1024 * 1024  # the server's default max_payload
@@ -98,6 +102,11 @@ class NatsCheck(Check):
             raise ValueError("jetstream needs mode=login (a ping does not send requests)")
         return NatsOptions(mode, jetstream, tlsconfig.parse_tls_options(pairs))
 
+    @cached_property
+    def _tls(self) -> ssl.SSLContext:  # made once per target: loading CAs is not free
+        options: NatsOptions = self.target.options  # type: ignore[assignment]
+        return tlsconfig.client_context(options.tls)
+
     async def probe(self, budget: float) -> Outcome:
         from waitfor.checks import net
 
@@ -117,9 +126,8 @@ class NatsCheck(Check):
             if wants_tls and not (info.get("tls_required") or info.get("tls_available")):
                 return Outcome.down("the server does not offer TLS")
             if wants_tls or info.get("tls_required"):
-                tls = tlsconfig.client_context(options.tls)
                 remaining = max(deadline - time.monotonic(), 0.0)
-                await net.start_tls(writer, tls, self.target.host, remaining)
+                await net.start_tls(writer, self._tls, self.target.host, remaining)
             params = dict(self.target.params)
             if info.get("auth_required") and not params:
                 return Outcome.fatal(
