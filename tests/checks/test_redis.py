@@ -7,6 +7,7 @@ redis-cli prints PONG.
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import threading
@@ -236,6 +237,21 @@ def test_query_mode_selects_the_database(redis: MakeServer) -> None:
     assert probe(f"redis://127.0.0.1:{server.port}/3#mode=query").ready
     refused = probe(f"redis://127.0.0.1:{server.port}/9#mode=query")
     assert refused.reason == "SELECT 9: ERR DB index is out of range"
+
+
+def test_max_clients_is_the_reason_even_with_a_password(redis: MakeServer) -> None:
+    server = redis("--maxclients", "1", "--requirepass", "pw-1")
+    server.start()
+    holder = socket.create_connection(("127.0.0.1", server.port))
+    holder.sendall(b"AUTH pw-1\r\n")
+    assert holder.recv(100) == b"+OK\r\n"  # the one client the server takes
+    try:
+        url = f"redis://:pw-1@127.0.0.1:{server.port}"
+        outcome = assert_parity(url, server.port, "-a", "pw-1")
+        assert outcome.reason == "ERR max number of clients reached"
+    finally:
+        holder.close()
+    assert wait_for(url, timeout=10)[0].ready
 
 
 def test_auth_against_a_server_without_password(running: RedisServer) -> None:

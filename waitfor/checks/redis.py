@@ -158,6 +158,8 @@ class RedisCheck(Check):
         if params["password"]:
             login = [params["user"], params["password"]] if params["user"] else [params["password"]]
             answer = await resp.call("AUTH", *login)
+            if isinstance(answer, RedisError) and not _about_credentials(answer):
+                return Outcome.down(str(answer))  # "max number of clients reached", ...
             if isinstance(answer, RedisError):
                 refused = f"authentication failed: {answer}"
         pong = await resp.call("PING")
@@ -259,6 +261,12 @@ class _Resp:
             return int(text)
         except ValueError:
             raise ProtocolError(f"not a Redis server (bad number {_shown(text[:20])})") from None
+
+
+def _about_credentials(error: RedisError) -> bool:
+    """WRONGPASS, "invalid password", "AUTH <password> called without any password configured"
+    and the like: an answer about the login, not the server's state."""
+    return error.code == "WRONGPASS" or "password" in str(error).lower()
 
 
 def _info_field(info: bytes, name: str) -> str:
