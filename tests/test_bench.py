@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the benchmark's PostgreSQL runs as root's helper")
+@pytest.mark.timeout(900)  # every kind adds detection trials with real servers: minutes, not 120 s
 def test_bench_smoke(tmp_path: Path) -> None:
     result = subprocess.run(
         [str(ROOT / "bench" / "run"), "--quick", "--out", str(tmp_path)],
