@@ -108,6 +108,21 @@ def test_sigterm_to_waitfor_kills_the_running_attempt(tmp_path: Path) -> None:
     assert_all_gone([int(pids.read_text())])
 
 
+def test_the_deadline_holds_for_a_hanging_command(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "1", f"exec:sh -c 'echo $$ > {pids}; sleep 300'"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 124
+    assert time.monotonic() - started < 10  # the interpreter's start-up, on a busy machine
+    assert "still running after" in result.stderr.splitlines()[-1]
+    assert_all_gone([int(pids.read_text())])
+
+
 def test_namespace_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POD_NAMESPACE", "prod")
     results = wait_for("exec:test {namespace} = prod", timeout=5)

@@ -35,6 +35,8 @@ SILENT = {
     "amqp": f"amqp://app@{SERVER_ADDRESS}:5672/orders",
     "mqtt": f"mqtt://{SERVER_ADDRESS}:1883",
     "nats": f"nats://{SERVER_ADDRESS}:4222#jetstream",
+    "grpc": f"grpc://{SERVER_ADDRESS}:50051",
+    "grpcs": f"grpcs://{SERVER_ADDRESS}:50051#service=shop.Cart",
 }
 OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, process wall time)
 
@@ -42,7 +44,7 @@ OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, pr
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[Hosts]:
     with two_hosts() as made:
-        for port in (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222):
+        for port in (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222, 50051):
             drop(made, "tcp", port)
         drop(made, "udp", 53)
         reject_with_reset(made, 6000)

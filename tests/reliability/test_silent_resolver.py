@@ -48,6 +48,8 @@ SILENT_RESOLVER = {
     "mqtts": "mqtts://db.example",
     "nats": "nats://db.example:4222#jetstream",
     "nats tls": "tls://db.example:4222",
+    "grpc": "grpc://db.example:50051",
+    "grpcs": "grpcs://db.example#service=shop.Cart",
 }
 OVERSHOOT: dict[str, float] = {}  # kind -> seconds from the deadline to the process's exit
 
