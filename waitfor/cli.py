@@ -55,7 +55,8 @@ Examples:
 
 \b
 Every option can also be set as WAITFOR_<OPTION> (e.g. WAITFOR_TIMEOUT=90s);
-targets as whitespace-separated WAITFOR_TARGETS. Command-line values win.
+targets as whitespace-separated WAITFOR_TARGETS, where quotes keep one
+together ('exec:pg_isready -h db'). Command-line values win.
 
 \b
 Exit status: 0 all ready (or the command's own status), 124 timed out,

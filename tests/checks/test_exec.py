@@ -185,3 +185,15 @@ def test_secret_looking_words_are_hidden(text: str, display: str, secret: str) -
 def test_bad_targets(text: str, error: str) -> None:
     with pytest.raises(TargetError, match=error):
         parse_target(text)
+
+
+def test_an_unclosed_quote_in_waitfor_targets_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "1"],
+        env={**os.environ, "WAITFOR_TARGETS": "tcp://db:5432 'exec:pg_isready -h db"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stderr == "waitfor: error: WAITFOR_TARGETS has an unclosed quote\n"
