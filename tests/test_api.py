@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from tests.servers import free_port, tcp_listener
 from waitfor import (
+    Target,
     TargetError,
     UsageError,
     WaitTimeout,
@@ -16,6 +19,7 @@ from waitfor import (
     wait_for,
     wait_for_async,
 )
+from waitfor.report import Reporter
 
 
 def test_sync_and_async_forms() -> None:
@@ -43,6 +47,26 @@ def test_timeout_exception_carries_reasons() -> None:
     assert error.exit_code == 124
     assert [r.reason for r in error.results] == [f"127.0.0.1:{port} connection refused"]
     assert f"tcp://127.0.0.1:{port}: 127.0.0.1:{port} connection refused" in str(error)
+
+
+@pytest.mark.parametrize("timeout", [0, 0.0, "0", "0s", None])
+def test_zero_timeout_waits_forever_as_in_the_cli(timeout: float | str | None) -> None:
+    """The CLI's --timeout 0 and the library's timeout=0 mean the same: no deadline."""
+    port = free_port()
+    begun: list[float | None] = []
+
+    class Recorder(Reporter):
+        def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+            begun.append(timeout)
+
+    # Nothing listens for the first attempts: a zero deadline would end the wait at once.
+    with tcp_listener(port, delay=0.3):
+        results = wait_for(
+            f"tcp://127.0.0.1:{port}", timeout=timeout, reporter=Recorder(io.StringIO())
+        )
+        assert results[0].ready
+        assert results[0].attempts > 1
+    assert begun == [None]
 
 
 def test_secrets_stay_out_of_exception_text() -> None:

@@ -1,7 +1,13 @@
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from waitfor import checks, targets
 from waitfor.checks.http import HttpOptions
 from waitfor.errors import TargetError
 from waitfor.targets import parse_target
@@ -163,3 +169,39 @@ def test_bytes_that_are_not_utf8_are_refused() -> None:
     ]:
         with pytest.raises(TargetError, match="not UTF-8"):
             parse_target(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tcp://db:5432",
+        "https://api/healthz#status=2xx",
+        "postgresql://app@db/app#mode=query",
+        "host=db dbname=app",
+        "dns:db.example?type=SRV#min=2",
+    ],
+)
+def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
+    """Kind modules import their protocol library (and asyncio, ssl) only when they probe."""
+    code = (
+        "import sys\n"
+        "from waitfor.targets import parse_target\n"
+        f"parse_target({text!r})\n"
+        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.checks.pgping']\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert loaded == []
+
+
+def test_every_kind_is_one_registry_line_and_parses_its_own_targets() -> None:
+    """targets.py names no kind: a kind's schemes, address and options all come from its module."""
+    source = Path(targets.__file__).read_text()
+    for kind in checks.BUILTIN:
+        for scheme in kind.schemes:
+            assert f'"{scheme}' not in source
+            assert f"'{scheme}" not in source
+        assert kind.name not in re.findall(r"_parse_(\w+)", source)
+        assert checks.load(kind).USAGE, f"{kind.name} has no --help rows"

@@ -2,27 +2,59 @@
 
 from waitfor import wait_for
 wait_for("postgresql://db:5432/app", "https://api/healthz", timeout="2m")
+
+Names are imported on first use (``waitfor.wait_for`` imports asyncio; ``import waitfor`` alone
+does not): start-up time is what an init container is made of.
 """
 
-from waitfor.api import wait_for, wait_for_async
-from waitfor.backoff import Backoff
-from waitfor.errors import (
-    CheckFailed,
-    Interrupted,
-    TargetError,
-    UsageError,
-    WaitforError,
-    WaitTimeout,
-)
-from waitfor.runner import Event, EventType, TargetResult
-from waitfor.targets import Target, parse_target
+from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from waitfor.api import wait_for, wait_for_async
+    from waitfor.backoff import Backoff
+    from waitfor.checks.base import Address, Check, Outcome
+    from waitfor.errors import (
+        CheckFailed,
+        Interrupted,
+        TargetError,
+        UsageError,
+        WaitforError,
+        WaitTimeout,
+    )
+    from waitfor.events import Event, EventType, TargetResult
+    from waitfor.targets import Target, parse_target
+
+_WHERE = {
+    "Address": "waitfor.checks.base",
+    "Backoff": "waitfor.backoff",
+    "Check": "waitfor.checks.base",
+    "CheckFailed": "waitfor.errors",
+    "Event": "waitfor.events",
+    "EventType": "waitfor.events",
+    "Interrupted": "waitfor.errors",
+    "Outcome": "waitfor.checks.base",
+    "Target": "waitfor.targets",
+    "TargetError": "waitfor.errors",
+    "TargetResult": "waitfor.events",
+    "UsageError": "waitfor.errors",
+    "WaitTimeout": "waitfor.errors",
+    "WaitforError": "waitfor.errors",
+    "parse_target": "waitfor.targets",
+    "wait_for": "waitfor.api",
+    "wait_for_async": "waitfor.api",
+}
 __all__ = [
+    "Address",
     "Backoff",
+    "Check",
     "CheckFailed",
     "Event",
     "EventType",
     "Interrupted",
+    "Outcome",
     "Target",
     "TargetError",
     "TargetResult",
@@ -34,3 +66,15 @@ __all__ = [
     "wait_for_async",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'waitfor' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

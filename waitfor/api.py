@@ -1,17 +1,23 @@
-"""The library entry points: keyword-only, taking targets and durations as users write them."""
+"""The library entry points: keyword-only, taking targets and durations as users write them.
+
+asyncio and the runner are imported when a wait starts, not with this module: importing waitfor
+should cost what the CLI's start-up costs.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from waitfor.backoff import Backoff
 from waitfor.durations import parse_duration
 from waitfor.errors import UsageError, WaitTimeout
-from waitfor.report import Reporter
-from waitfor.runner import Event, EventHandler, TargetResult, run
+from waitfor.events import Event, EventHandler, TargetResult
 from waitfor.targets import Target, parse_target
+
+if TYPE_CHECKING:
+    from waitfor.report import Reporter
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
@@ -29,12 +35,15 @@ async def wait_for_async(
 ) -> list[TargetResult]:
     """Wait until every target is ready (``invert``: down); return each target's result.
 
-    ``timeout=None`` waits forever. Raises :class:`~waitfor.errors.WaitTimeout` (with every
-    target's last reason) when the deadline passes, :class:`~waitfor.errors.UsageError` for bad
-    input, :class:`~waitfor.errors.CheckFailed` when a check cannot succeed by retrying.
+    ``timeout=None`` or ``0`` waits forever (as ``--timeout 0`` does). Raises
+    :class:`~waitfor.errors.WaitTimeout` (with every target's last reason) when the deadline
+    passes, :class:`~waitfor.errors.UsageError` for bad input, :class:`~waitfor.errors.CheckFailed`
+    when a check cannot succeed by retrying.
     """
+    from waitfor.runner import run
+
     parsed = _targets(targets, defaults)
-    deadline = None if timeout is None else _seconds(timeout, "timeout")
+    deadline = _deadline(timeout)
     per_attempt = _seconds(attempt_timeout, "attempt_timeout")
 
     def handle(event: Event) -> None:
@@ -73,6 +82,8 @@ def wait_for(
     defaults: Mapping[str, str] | None = None,
 ) -> list[TargetResult]:
     """Blocking form of :func:`wait_for_async`; not for use inside a running event loop."""
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -110,7 +121,14 @@ def _targets(targets: Sequence[str | Target], defaults: Mapping[str, str] | None
     return parsed
 
 
-def _seconds(value: float | str, name: str) -> float:
+def _deadline(timeout: float | str | None) -> float | None:
+    """Seconds to wait, or None for ever: ``None`` and ``0`` (any spelling: "0s") as in the CLI."""
+    if timeout is None:
+        return None
+    return _seconds(timeout, "timeout", zero=True) or None
+
+
+def _seconds(value: float | str, name: str, zero: bool = False) -> float:
     if isinstance(value, str):
         try:
             value = parse_duration(value)
@@ -118,6 +136,6 @@ def _seconds(value: float | str, name: str) -> float:
             raise UsageError(f"{name}: {exc}") from None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UsageError(f"{name} must be seconds or a duration string, not {value!r}")
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and (value > 0 or (zero and value == 0))):
         raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
     return float(value)

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
-from waitfor import api
+from waitfor import api, checks
 from waitfor.backoff import Backoff
 from waitfor.checks.base import describe_os_error
 from waitfor.durations import parse_duration
@@ -32,19 +32,7 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 _INHERITED_IGNORED: list[signal.Signals] = []
 MIN_INTERVAL = 0.01
 
-EPILOG = """\b
-Targets (options for one target go after '#'):
-  tcp://HOST:PORT                    a connection is accepted (IPv6: tcp://[::1]:5432)
-  http://HOST[:PORT]/PATH            status 200-399, like the kubelet's httpGet probe
-  https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem
-  postgresql://[USER@]HOST[:PORT]/DB  accepting connections, exactly as pg_isready says
-  postgresql://USER@HOST/DB#mode=query&primary   logs in, SELECT 1, on a writable primary
-  host=db port=5432 dbname=app        a libpq keyword DSN (libpq's PG* variables apply)
-  dns:NAME                            has an address (A or AAAA), resolved like the app would
-  dns:NAME?type=SRV#min=3             at least 3 SRV records (types: A AAAA CNAME SRV TXT)
-  dns://NAMESERVER[:PORT]/NAME#value=10.0.0.7   asks that server; awaits that record
-  {namespace} in a target becomes the pod's namespace (POD_NAMESPACE or the service account's)
-
+EPILOG = """\
 \b
 Examples:
   waitfor tcp://localhost:5432
@@ -95,8 +83,23 @@ class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in
             raise click.UsageError("WAITFOR_TARGETS has an unclosed quote") from None
 
 
+def target_help() -> str:
+    """The targets part of --help, from each kind's own usage rows."""
+    rows = [row for kind in checks.BUILTIN for row in checks.load(kind).USAGE]
+    lines = [f"  {form + ' ':<35} {meaning}".rstrip() for form, meaning in rows]
+    lines.append(
+        "  {namespace} in a target becomes the pod's namespace"
+        " (POD_NAMESPACE or the service account's)"
+    )
+    return "\b\nTargets (options for one target go after '#'):\n" + "\n".join(lines) + "\n\n"
+
+
 class WaitforCommand(click.Command):
     """Splits ``-- COMMAND...`` off before click sees it, so targets and command stay apart."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.epilog = target_help() + EPILOG  # built only when --help is asked for
+        super().format_epilog(ctx, formatter)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:

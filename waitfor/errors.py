@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from waitfor.runner import TargetResult
+    from waitfor.events import TargetResult
 
 
 class WaitforError(Exception):

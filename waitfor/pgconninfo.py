@@ -1,7 +1,7 @@
 """libpq connection strings: ``postgresql://`` URIs and ``key=value`` DSNs, as libpq reads them.
 
-Used by :mod:`waitfor.targets` only. The result is libpq keywords completed in libpq's order:
-the string, then the ``service`` (or PGSERVICE) definition from pg_service.conf, then libpq's
+Used by :mod:`waitfor.checks.postgres` only. The result is libpq keywords completed in libpq's
+order: the string, then the ``service`` (or PGSERVICE) definition from pg_service.conf, then libpq's
 environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSSLMODE, PGREQUIRESSL, ...), then
 the built-in defaults, so that the ping (native) and query (psycopg) modes see the same settings.
 """

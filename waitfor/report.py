@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from waitfor.runner import Event, EventType, TargetResult
+from waitfor.events import Event, EventType, TargetResult
 from waitfor.targets import Target
 
 STILL_WAITING_EVERY = 10.0

@@ -12,44 +12,19 @@ import asyncio
 import errno
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from waitfor.backoff import Backoff
 from waitfor.checks import activity, check_class
 from waitfor.checks.base import Check, Outcome, describe_os_error
 from waitfor.errors import CheckFailed, WaitTimeout
+from waitfor.events import Event, EventHandler, EventType, TargetResult
 from waitfor.targets import Target
 
-
-class EventType(StrEnum):
-    ATTEMPT = "attempt"  # an attempt started
-    NOT_READY = "not_ready"  # an attempt ended without readiness; reason says why
-    READY = "ready"  # the target is ready (or, inverted, down); no more attempts
-    FAILED = "failed"  # a permanent problem; the wait ends with a configuration error
-    TIMED_OUT = "timed_out"  # the deadline passed before this target was ready
+__all__ = ["Event", "EventHandler", "EventType", "TargetResult", "run"]
 
 
-@dataclass(frozen=True)
-class Event:
-    type: EventType
-    target: Target
-    attempt: int
-    elapsed: float  # seconds since the wait began
-    reason: str = ""  # not ready / failed / timed out: why; ready: what showed it
-
-
-@dataclass(frozen=True)
-class TargetResult:
-    target: Target
-    ready: bool
-    attempts: int
-    elapsed: float  # when it became ready, or how long it was awaited
-    reason: str  # the last reason seen
-
-
-EventHandler = Callable[[Event], None]
 #: an attempt still running at the deadline for this long is reported as hanging
 SLOW_ATTEMPT = 1.0
 

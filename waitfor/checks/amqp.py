@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor import __version__, redaction
+from waitfor import __version__, redaction, urls
 from waitfor.checks import tlsconfig
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -32,7 +33,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.targets import _Address, _decoded, _host, _port, _split
 
 if TYPE_CHECKING:
     import ssl
@@ -68,28 +68,30 @@ class AmqpCheck(Check):
     )
 
     @classmethod
-    def parse_address(cls, scheme: str, url: str) -> _Address:
-        parts = _split(url)
-        host = _host(parts)
-        port = _port(parts, 5671 if scheme == "amqps" else 5672)
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        parts = urls.split(url)
+        host = urls.host(parts)
+        port = urls.port(parts, 5671 if scheme == "amqps" else 5672)
         path = parts.path.removeprefix("/")
         if "/" in path:
             raise ValueError("a vhost containing '/' must be percent-encoded (%2F)")
-        vhost = _decoded(path, "vhost") if path else "/"
+        vhost = urls.decoded(path, "vhost") if path else "/"
         if len(vhost.encode()) > 255:
             raise ValueError("vhost name longer than 255 bytes")
         # as the clients do: each part that is absent is guest
-        user = DEFAULT_CREDENTIAL if parts.username is None else _decoded(parts.username, "user")
+        user = (
+            DEFAULT_CREDENTIAL if parts.username is None else urls.decoded(parts.username, "user")
+        )
         password = DEFAULT_CREDENTIAL
         if parts.password is not None:
-            password = _decoded(parts.password, "password")
+            password = urls.decoded(parts.password, "password")
         # query parameters are client settings (heartbeat=30, ...): accepted, shown, not used
         display = f"{scheme}://{redaction.userinfo(parts.username, parts.password)}"
         display += host_port(host, port) + parts.path
         display += f"?{redaction.query(parts.query)}" if parts.query else ""
         secrets = frozenset({password} if parts.password else set())
         params = (("user", user), ("password", password), ("vhost", vhost))
-        return _Address(host, port, display, secrets, params)
+        return Address(host, port, display, secrets, params)
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> AmqpOptions:

@@ -1,9 +1,61 @@
 """The interface every check kind implements, and the outcome of one probe.
 
+A kind is one module ``waitfor/checks/<kind>.py`` holding one :class:`Check` subclass, plus one
+line in the registry (:mod:`waitfor.checks`) naming its schemes. The module's top-level imports
+are cheap (stdlib, no asyncio/ssl where avoidable): parsing a target imports it, so protocol
+libraries (httpx, dnspython, psycopg, ...) are imported inside the probe or mode that needs them.
+
+What a kind provides (everything but ``probe`` has a working default)::
+
+    class MyCheck(Check):
+        OPTION_NAMES = frozenset({"mode"})      # the #key=value options it accepts
+        PLAIN_OPTIONS = frozenset()             # of those, named like secrets but not secret
+        USAGE = (("my://HOST[:PORT]", "what ready means"),)   # rows for --help
+
+        @classmethod
+        def parse_address(cls, scheme: str, url: str) -> Address:
+            # url: the target as given, less its #fragment. Default: standard_address(),
+            # scheme://[user[:password]@]host[:port][/path][?query], password and
+            # secret-looking query values hidden. Use waitfor.urls for the pieces.
+            ...
+
+        @classmethod
+        def parse_options(cls, pairs: OptionPairs) -> object:
+            # a frozen value; helpers reject_unknown(), single(), flag(). Default: refuses
+            # every option not in OPTION_NAMES and returns NoOptions().
+            ...
+
+        @classmethod
+        def show_unparsed(cls, text: str) -> str:
+            # the target as its own parse error names it; default redaction.unparsed()
+            ...
+
+        @classmethod
+        def split_bare(cls, text: str) -> tuple[str, str] | None:
+            # only for kinds registered with bare=True: claim a target written without a
+            # scheme (libpq's "host=db dbname=app"): (address, fragment), else None.
+            ...
+
+        async def probe(self, budget: float) -> Outcome:
+            # self.target.url / .host / .port / .options / .params / .param(key)
+            return Outcome.up("...") | Outcome.down("why not") | Outcome.fatal("config error")
+
+        async def aclose(self) -> None: ...   # release what is held between probes
+
+``Address(host, port, display, secrets, params)``: ``display`` is built from the parsed parts with
+secrets left out (``mysql://root:***@db:3306/app``; ``waitfor.redaction.userinfo`` / ``query``
+help), ``secrets`` lists the credential values (nothing searches output for them: reasons and
+errors are built from parts that are not secret, and tests assert the values never appear),
+``params`` are kind-specific parts the probe reads back via ``target.param(key)``.
+``parse_address`` and ``parse_options`` raise ValueError with a one-line message for bad input
+that quotes nothing secret (the CLI shows it after the target's safe form, exit 2).
+
 A check is built once per target and probed repeatedly by the runner. ``probe`` must be idempotent
 and side-effect free, must translate the foreign exceptions it expects into an :class:`Outcome`
 (not ready with a reason, or permanent), and lets anything unexpected propagate: that is a bug.
-The runner bounds every probe with a cancellation scope, so a probe may simply await.
+The runner bounds every probe with a cancellation scope, so a probe may simply await. Names are
+resolved and connections opened through the shared helpers (today :func:`waitfor.checks.tcp.
+connect_any`), never by a kind's own ``getaddrinfo``.
 """
 
 from __future__ import annotations
@@ -15,10 +67,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from waitfor import redaction, urls
+from waitfor.urls import host_port
+
 if TYPE_CHECKING:
     from waitfor.targets import Target
 
+__all__ = [
+    "Address",
+    "Check",
+    "NoOptions",
+    "OptionPairs",
+    "Outcome",
+    "describe_os_error",
+    "flag",
+    "host_port",
+    "reject_unknown",
+    "single",
+    "standard_address",
+]
+
 OptionPairs = Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Address:
+    """What a kind parsed from a target's address (its URL less the ``#fragment``)."""
+
+    host: str  # "" when the kind's targets have no host (files, commands)
+    port: int | None
+    display: str  # the address as shown everywhere: built from parts, secrets left out
+    secrets: frozenset[str] = frozenset()  # credential values: must never appear in output
+    params: tuple[tuple[str, str], ...] = ()  # kind-specific parts, read back by the probe
 
 
 @dataclass(frozen=True)
@@ -46,10 +126,32 @@ class NoOptions:
 
 
 class Check(ABC):
-    """One kind of readiness check. Subclasses own their per-target options."""
+    """One kind of readiness check: parses its own targets' addresses and options, and probes."""
 
     #: option names accepted in a target's ``#key=value`` fragment (and as global defaults)
     OPTION_NAMES: ClassVar[frozenset[str]] = frozenset()
+    #: options that are names, never secrets, though named like one (redis's ``key=NAME``)
+    PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset()
+    #: (form, what ready means) rows for ``waitfor --help``
+    USAGE: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        """Parse the target less its fragment; raise ValueError if invalid."""
+        return standard_address(scheme, url)
+
+    @classmethod
+    def show_unparsed(cls, text: str) -> str:
+        """A target that failed to parse, as its error names it: nothing that may be secret.
+
+        ``text`` is the whole target (the address only, for a bare target).
+        """
+        return redaction.unparsed(text)
+
+    @classmethod
+    def split_bare(cls, text: str) -> tuple[str, str] | None:
+        """For kinds registered ``bare=True``: (address, fragment) of a scheme-less target."""
+        return None
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> object:
@@ -94,9 +196,20 @@ def flag(pairs: OptionPairs, key: str) -> bool:
     raise ValueError(f"option {key!r} takes true or false, not {value!r}")
 
 
-def host_port(host: str, port: int) -> str:
-    """``10.0.0.1:5432``, ``[::1]:5432``: an address as people write it."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+def standard_address(scheme: str, url: str, default_port: int | None = None) -> Address:
+    """``scheme://[user[:password]@]host[:port][/path][?query]``, or ``scheme:anything``.
+
+    With an authority the host is validated and the port is the one given, else ``default_port``
+    (None: no port). The URL's password and secret-looking query values are secrets.
+    """
+    parts = urls.split(url)
+    hidden = urls.secrets(parts)
+    if parts.netloc or url[len(scheme) + 1 :].startswith("//"):
+        host = urls.host(parts)
+        port = urls.port(parts, default_port) if default_port else urls.optional_port(parts)
+    else:
+        host, port = "", None
+    return Address(host, port, urls.display(scheme, parts), frozenset(hidden))
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -16,23 +16,26 @@ N records (a headless Service lists only its ready pods); ``value=X`` awaits a r
 
 from __future__ import annotations
 
-import asyncio
+import ipaddress
 import os
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
-import dns.asyncresolver
-import dns.exception
-import dns.name
-import dns.rdata
-import dns.rdatatype
-import dns.resolver
+from waitfor import urls
+from waitfor.checks.base import Address, Check, OptionPairs, Outcome, reject_unknown, single
 
-from waitfor.checks import stubresolver
-from waitfor.checks.base import Check, OptionPairs, Outcome, reject_unknown, single
+if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
+    import dns.asyncresolver
+    import dns.rdata
+    import dns.resolver
+
+    from waitfor.checks import stubresolver
 
 RESOLV_CONF = "/etc/resolv.conf"
 SHOWN_RECORDS = 5
+DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT")
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,52 @@ class _Lookup:
 
 class DnsCheck(Check):
     OPTION_NAMES = frozenset({"min", "value", "resolv_conf"})
+    USAGE = (
+        ("dns:NAME", "has an address (A or AAAA), resolved like the app would"),
+        ("dns:NAME?type=SRV#min=3", "at least 3 SRV records (types: A AAAA CNAME SRV TXT)"),
+        ("dns://NAMESERVER[:PORT]/NAME#value=10.0.0.7", "asks that server; awaits that record"),
+    )
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        """RFC 4501: ``dns:NAME[?type=T]`` or ``dns://NAMESERVER[:PORT]/NAME[?type=T]``."""
+        rest, _, query = url[len("dns:") :].partition("?")
+        nameserver, port = "", 53
+        if rest.startswith("//"):
+            authority, _, rest = rest[2:].partition("/")
+            if authority:
+                parts = urls.split(f"dns://{authority}")
+                nameserver = unquote(parts.hostname or "")
+                try:
+                    ipaddress.ip_address(nameserver)
+                except ValueError:
+                    raise ValueError(
+                        f"nameserver must be an IP address, not {nameserver!r}"
+                    ) from None
+                port = urls.port(parts, default=53)
+        name = unquote(rest)
+        if not name or name == ".":
+            raise ValueError("missing name")
+        wildcard = "*." if name.startswith("*.") else ""
+        ascii_name = wildcard + urls.dns_name(name.removeprefix(wildcard), "name")
+        rdtype = ""
+        for key, value in urls.query_pairs(query):
+            key, value = key.lower(), unquote(value).upper()
+            if key == "type" and value in DNS_TYPES:
+                rdtype = value
+            elif key == "type":
+                raise ValueError(f"unsupported type {value!r} (one of {', '.join(DNS_TYPES)})")
+            elif key == "class" and value != "IN":
+                raise ValueError(f"unsupported class {value!r} (only IN)")
+            elif key != "class":
+                raise ValueError(f"unknown query parameter {key!r} (type, class)")
+        params = (
+            ("name", ascii_name),
+            ("type", rdtype),
+            ("nameserver", nameserver),
+            ("port", str(port)),
+        )
+        return Address(ascii_name, None, url, params=params)
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> DnsOptions:
@@ -81,6 +130,8 @@ class DnsCheck(Check):
     @cached_property
     def _resolver(self) -> dns.asyncresolver.Resolver:
         """For ``dns://NAMESERVER/NAME``: that server only."""
+        import dns.asyncresolver
+
         resolver = dns.asyncresolver.Resolver(configure=False)
         resolver.nameservers = [self.target.param("nameserver") or ""]
         resolver.port = int(self.target.param("port") or 53)
@@ -88,6 +139,8 @@ class DnsCheck(Check):
         return resolver
 
     async def probe(self, budget: float) -> Outcome:
+        import asyncio
+
         if not self.target.param("nameserver"):
             return await self._like_the_app(budget)
         resolver = self._resolver
@@ -98,6 +151,10 @@ class DnsCheck(Check):
 
     async def _like_the_app(self, budget: float) -> Outcome:
         """nsswitch's sources in order, each one's answer judged by its [STATUS=ACTION]."""
+        import asyncio
+
+        from waitfor.checks import stubresolver
+
         name, rdtype = self.name, self.target.param("type")
         described = rdtype or "A/AAAA"
         if not rdtype and stubresolver.is_ip(name):  # getaddrinfo answers a literal itself
@@ -140,6 +197,9 @@ class DnsCheck(Check):
     async def _lookup(
         self, resolver: dns.asyncresolver.Resolver, rdtype: str, budget: float
     ) -> _Lookup:
+        import dns.exception
+        import dns.resolver
+
         name = self.name
         try:
             answer = await resolver.resolve(name, rdtype, search=True, lifetime=budget)
@@ -178,6 +238,8 @@ class DnsCheck(Check):
 
 def _forms(rdata: dns.rdata.Rdata) -> tuple[str, ...]:
     """How a record is shown, then the other forms ``value=`` may name it by."""
+    import dns.rdatatype
+
     if rdata.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
         return (str(rdata.address),)  # type: ignore[attr-defined]
     if rdata.rdtype == dns.rdatatype.CNAME:

@@ -23,9 +23,8 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from waitfor.checks.base import Check, Outcome
+from waitfor.checks.base import Address, Check, Outcome
 from waitfor.redaction import MASK, is_secret_name, userinfo
-from waitfor.targets import _Address as Address
 
 #: the reason quotes at most this much of the command's last line
 LINE_LIMIT = 200

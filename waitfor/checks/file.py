@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -22,7 +23,6 @@ from waitfor.checks.base import (
     flag,
     reject_unknown,
 )
-from waitfor.targets import _Address as Address
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from waitfor import tls
+from waitfor import tls, urls
 from waitfor.checks import net
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -33,8 +34,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.targets import _Address as Address
-from waitfor.targets import _host, _port, _split
 
 if TYPE_CHECKING:
     import asyncio
@@ -73,13 +72,13 @@ class GrpcCheck(Check):
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = _split(url)
+        parts = urls.split(url)
         if parts.username is not None or parts.password is not None:
             raise ValueError(f"{scheme} targets take no user or password")
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(f"{scheme} targets are {scheme}://HOST[:PORT] (use #service=NAME)")
-        host = _host(parts)
-        port = _port(parts, default=443 if scheme == "grpcs" else 80)
+        host = urls.host(parts)
+        port = urls.port(parts, default=443 if scheme == "grpcs" else 80)
         return Address(host=host, port=port, display=f"{scheme}://{host_port(host, port)}")
 
     @classmethod

@@ -18,17 +18,16 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import ssl
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-import httpx
-
-from waitfor import redaction, tls
+from waitfor import redaction, urls
 from waitfor.checks import jsonexpect
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -36,10 +35,13 @@ from waitfor.checks.base import (
     flag,
     reject_unknown,
     single,
+    standard_address,
 )
-from waitfor.patterns import Pattern, compile_pattern
-from waitfor.targets import _Address as Address
-from waitfor.targets import _query_pairs, _split
+
+if TYPE_CHECKING:  # httpx, ssl and RE2 are imported when needed: parsing a target stays cheap
+    import httpx
+
+    from waitfor.patterns import Pattern
 
 BODY_LIMIT = 64 * 1024
 MAX_REDIRECTS = 10
@@ -67,14 +69,17 @@ class HttpOptions:
 
 class HttpCheck(Check):
     OPTION_NAMES = frozenset({"status", "body", "header", "method", "insecure", "cacert", "json"})
+    USAGE = (
+        ("http://HOST[:PORT]/PATH", "status 200-399, like the kubelet's httpGet probe"),
+        ("https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem", ""),
+        ("http+unix://%2Fpath%2Fto.sock/PATH", "as http://, over a Unix socket"),
+    )
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
         if scheme == "http+unix":
             return parse_http_unix(url)
-        from waitfor.targets import _parse_http
-
-        return _parse_http(scheme, url)
+        return standard_address(scheme, url, default_port=443 if scheme == "https" else 80)
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> HttpOptions:
@@ -89,6 +94,8 @@ class HttpCheck(Check):
             raise ValueError("a body or json expectation needs method GET")
         cacert = single(pairs, "cacert")
         if cacert is not None:
+            from waitfor import tls
+
             tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
         return HttpOptions(
             statuses=parse_statuses(status) if status is not None else HttpOptions.statuses,
@@ -109,6 +116,9 @@ class HttpCheck(Check):
         """One client per scheme this target meets: plain http never builds a TLS context."""
         client = self._clients.get(scheme)
         if client is None:
+            import httpx
+
+            from waitfor import tls
             from waitfor.checks.httpnet import NetBackend
 
             options = self.options
@@ -143,6 +153,8 @@ class HttpCheck(Check):
         return {}
 
     async def probe(self, budget: float) -> Outcome:
+        import httpx
+
         url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
         try:
             return await self._probe(url, budget)
@@ -161,6 +173,8 @@ class HttpCheck(Check):
             return Outcome.down(describe_transport_error(exc))
 
     async def _probe(self, url: httpx.URL, budget: float) -> Outcome:
+        import httpx
+
         options = self.options
         for _ in range(MAX_REDIRECTS + 1):
             client = self._client(url.scheme)
@@ -290,8 +304,8 @@ def parse_http_unix(url: str) -> Address:
     if "\0" in socket_path or len(os.fsencode(socket_path)) > 107:
         raise ValueError("the socket path is not a valid Unix socket path")
     path_query = slash + tail
-    parts = _split(f"http://localhost{path_query}")
-    secrets = {v for k, v in _query_pairs(parts.query) if redaction.is_secret_name(k) and v}
+    parts = urls.split(f"http://localhost{path_query}")
+    secrets = {v for k, v in urls.query_pairs(parts.query) if redaction.is_secret_name(k) and v}
     query = f"?{redaction.query(parts.query)}" if parts.query else ""
     return Address(
         host=socket_path,
@@ -304,6 +318,8 @@ def parse_http_unix(url: str) -> Address:
 
 def describe_transport_error(exc: httpx.TransportError) -> str:
     """The innermost cause in a few words: "connection refused", "certificate verify failed..."."""
+    import ssl
+
     cause: BaseException = exc
     while cause.__cause__ is not None or cause.__context__ is not None:
         cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
@@ -345,6 +361,8 @@ def parse_header(text: str) -> tuple[str, str]:
 
 
 def _compile(pattern: str) -> Pattern:
+    from waitfor.patterns import compile_pattern
+
     try:
         return compile_pattern(pattern)
     except ValueError as exc:

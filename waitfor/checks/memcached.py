@@ -11,21 +11,22 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import unquote
 
-from waitfor import redaction
+from waitfor import redaction, urls
 from waitfor.checks import net
-from waitfor.checks.base import Check, Outcome, describe_os_error, host_port
-from waitfor.targets import _Address, _host, _port, _split
+from waitfor.checks.base import Address, Check, Outcome, describe_os_error, host_port
 
 DEFAULT_PORT = 11211
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
 
 
 class MemcachedCheck(Check):
+    USAGE = (("memcached://[USER:PASSWORD@]HOST[:PORT]", "version answers VERSION ..."),)
+
     @classmethod
-    def parse_address(cls, scheme: str, url: str) -> _Address:
-        parts = _split(url)
-        host = _host(parts)
-        port = _port(parts, default=DEFAULT_PORT)
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        parts = urls.split(url)
+        host = urls.host(parts)
+        port = urls.port(parts, default=DEFAULT_PORT)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError("memcached targets are memcached://[USER:PASSWORD@]HOST[:PORT]")
         if (parts.username is None) != (parts.password is None):
@@ -36,7 +37,7 @@ class MemcachedCheck(Check):
         userinfo = redaction.userinfo(parts.username, parts.password)
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
         secrets = frozenset({password} - {""})
-        return _Address(host, port, display, secrets, (("user", user), ("password", password)))
+        return Address(host, port, display, secrets, (("user", user), ("password", password)))
 
     async def probe(self, budget: float) -> Outcome:
         host, port = self.target.host, self.target.port or DEFAULT_PORT

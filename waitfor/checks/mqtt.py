@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor import redaction
+from waitfor import redaction, urls
 from waitfor.checks import tlsconfig
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -32,7 +33,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.targets import _Address, _decoded, _host, _port, _split
 
 if TYPE_CHECKING:
     import ssl
@@ -90,23 +90,23 @@ class MqttCheck(Check):
     )
 
     @classmethod
-    def parse_address(cls, scheme: str, url: str) -> _Address:
-        parts = _split(url)
-        host = _host(parts)
-        port = _port(parts, 8883 if scheme == "mqtts" else 1883)
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        parts = urls.split(url)
+        host = urls.host(parts)
+        port = urls.port(parts, 8883 if scheme == "mqtts" else 1883)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(f"{scheme} targets are {scheme}://[user[:password]@]host[:port]")
         params = []
         if parts.username is not None:
-            params.append(("user", _decoded(parts.username, "user")))
+            params.append(("user", urls.decoded(parts.username, "user")))
         if parts.password is not None:
-            params.append(("password", _decoded(parts.password, "password")))
+            params.append(("password", urls.decoded(parts.password, "password")))
         if any(len(value.encode()) > 0xFFFF for _, value in params):
             raise ValueError("MQTT user names and passwords are at most 65535 bytes")
         userinfo = redaction.userinfo(parts.username, parts.password)
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
         secrets = frozenset({parts.password} if parts.password else set())
-        return _Address(host, port, display, secrets, tuple(params))
+        return Address(host, port, display, secrets, tuple(params))
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> MqttOptions:

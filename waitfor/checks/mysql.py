@@ -32,9 +32,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from waitfor import redaction, tls
+from waitfor import redaction, tls, urls
 from waitfor.checks import net
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -44,7 +45,6 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.checks.mysqlping import ProtocolError, default_user, ping
-from waitfor.targets import _Address, _host, _port, _query_pairs, _split
 
 if TYPE_CHECKING:
     from pymysql.connections import Connection
@@ -68,17 +68,17 @@ class MysqlOptions:
     table: str | None = None  # query mode: ready once this table exists in the URL's database
 
 
-def parse_mysql_address(scheme: str, address: str) -> _Address:
-    parts = _split(address)
-    host = _host(parts)
-    port = _port(parts, default=DEFAULT_PORT)
+def parse_mysql_address(scheme: str, address: str) -> Address:
+    parts = urls.split(address)
+    host = urls.host(parts)
+    port = urls.port(parts, default=DEFAULT_PORT)
     user = unquote(parts.username or "")
     password = unquote(parts.password or "")
     database = unquote(parts.path.removeprefix("/"))
     if "/" in database:
         raise ValueError(f"the path is the database name, not {parts.path!r}")
     params = {"user": user, "password": password, "database": database, "ssl_mode": "PREFERRED"}
-    for name, value in _query_pairs(parts.query):
+    for name, value in urls.query_pairs(parts.query):
         if name not in _QUERY_NAMES:
             known = "ssl-mode, ssl-ca, ssl-cert, ssl-key"
             raise ValueError(f"unknown query parameter {name!r} ({known})")
@@ -91,14 +91,21 @@ def parse_mysql_address(scheme: str, address: str) -> _Address:
     display += host_port(host, port) + (parts.path if database else "")
     display += f"?{redaction.query(parts.query)}" if parts.query else ""
     secrets = frozenset({password, parts.password or ""} - {""})
-    return _Address(host, port, display, secrets, tuple(params.items()))
+    return Address(host, port, display, secrets, tuple(params.items()))
 
 
 class MysqlCheck(Check):
     OPTION_NAMES = frozenset({"mode", "table"})
+    USAGE = (
+        (
+            "mysql://[USER@]HOST[:PORT][/DB]",
+            "alive, exactly as mysqladmin ping says (or mariadb://)",
+        ),
+        ("mysql://USER:PW@HOST/DB#table=NAME", "logs in, SELECT 1; the table exists (mode=query)"),
+    )
 
     @classmethod
-    def parse_address(cls, scheme: str, url: str) -> _Address:
+    def parse_address(cls, scheme: str, url: str) -> Address:
         return parse_mysql_address(scheme, url)
 
     @classmethod

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from waitfor import __version__, redaction
+from waitfor import __version__, redaction, urls
 from waitfor.checks import tlsconfig
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -32,7 +33,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.targets import _Address, _decoded, _host, _port, _split
 
 if TYPE_CHECKING:
     import ssl
@@ -67,14 +67,14 @@ class NatsCheck(Check):
     )
 
     @classmethod
-    def parse_address(cls, scheme: str, url: str) -> _Address:
-        parts = _split(url)
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        parts = urls.split(url)
         if "," in parts.netloc:  # the clients' server list: each server is a target of its own
             raise ValueError(
                 "one server per target: list each server you need as a target of its own"
             )
-        host = _host(parts)
-        port = _port(parts, 4222)
+        host = urls.host(parts)
+        port = urls.port(parts, 4222)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(
                 f"{scheme} targets are {scheme}://[user[:password]@|token@]host[:port]"
@@ -82,14 +82,14 @@ class NatsCheck(Check):
         params: list[tuple[str, str]] = []
         userinfo = redaction.userinfo(parts.username, parts.password)
         if parts.password is not None:
-            params.append(("user", _decoded(parts.username or "", "user")))
-            params.append(("password", _decoded(parts.password, "password")))
+            params.append(("user", urls.decoded(parts.username or "", "user")))
+            params.append(("password", urls.decoded(parts.password, "password")))
         elif parts.username is not None:  # a lone userinfo is a token: all of it is secret
-            params.append(("token", _decoded(parts.username, "token")))
+            params.append(("token", urls.decoded(parts.username, "token")))
             userinfo = f"{redaction.MASK}@"
         secrets = frozenset(value for key, value in params if key != "user" and value)
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
-        return _Address(host, port, display, secrets, tuple(params))
+        return Address(host, port, display, secrets, tuple(params))
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> NatsOptions:

@@ -13,18 +13,25 @@ but that was never given cannot appear by retrying, so that one is a configurati
 
 from __future__ import annotations
 
-import asyncio
-import ssl
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor.checks import net
-from waitfor.checks.base import Check, OptionPairs, Outcome, flag, reject_unknown, single
-from waitfor.checks.pgping import ConfigurationError, Ping, ping, tls_context
-from waitfor.pgconninfo import endpoints
+from waitfor import pgconninfo, redaction
+from waitfor.checks.base import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    flag,
+    reject_unknown,
+    single,
+)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg: in the probe
+    import ssl
+
     import psycopg
 
     from waitfor.checks import pglogin
@@ -41,6 +48,39 @@ class PostgresOptions:
 
 class PostgresCheck(Check):
     OPTION_NAMES = frozenset({"mode", "primary"})
+    USAGE = (
+        (
+            "postgresql://[USER@]HOST[:PORT]/DB",
+            "accepting connections, exactly as pg_isready says",
+        ),
+        (
+            "postgresql://USER@HOST/DB#mode=query&primary",
+            "logs in, SELECT 1, on a writable primary",
+        ),
+        ("host=db port=5432 dbname=app", "a libpq keyword DSN (libpq's PG* variables apply)"),
+    )
+
+    @classmethod
+    def split_bare(cls, text: str) -> tuple[str, str] | None:
+        """libpq's keyword form, ``host=db dbname=app#mode=query``: a '#' may sit in quotes."""
+        return pgconninfo.split_dsn_fragment(text) if pgconninfo.looks_like_dsn(text) else None
+
+    @classmethod
+    def show_unparsed(cls, text: str) -> str:
+        if pgconninfo.looks_like_dsn(text):
+            return redaction.dsn_keywords(text)
+        return redaction.unparsed(text)
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        """A libpq URI or keyword DSN, completed with libpq's environment variables and defaults."""
+        dsn = pgconninfo.looks_like_dsn(url)  # a DSN may hold "://" in a value
+        given = pgconninfo.parse_dsn(url) if dsn else pgconninfo.parse_uri(url)
+        params = pgconninfo.complete(given, os.environ)
+        secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
+        first = pgconninfo.endpoints(params)[0]
+        display = pgconninfo.display(url)
+        return Address(first.host, first.port, display, frozenset(secrets), tuple(params.items()))
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> PostgresOptions:
@@ -64,11 +104,15 @@ class PostgresCheck(Check):
 
     @cached_property
     def _tls(self) -> ssl.SSLContext:
+        from waitfor.checks.pgping import tls_context
+
         return tls_context(self.params)
 
     async def probe(self, budget: float) -> Outcome:
         if self.options.mode == "query":
             return await self._query(budget)
+        from waitfor.checks.pgping import ConfigurationError, Ping, ping
+
         try:
             result = await ping(self.params, budget, lambda: self._tls)
         except ConfigurationError as exc:
@@ -78,10 +122,12 @@ class PostgresCheck(Check):
         return Outcome.down(result.reason)
 
     async def _query(self, budget: float) -> Outcome:
+        import asyncio
+
         import psycopg  # heavy (~250 ms): only query-mode targets pay for it
         from psycopg.conninfo import make_conninfo
 
-        from waitfor.checks import pglogin
+        from waitfor.checks import net, pglogin
 
         params = _system_roots(self.params)
         params.setdefault("application_name", "waitfor")
@@ -117,6 +163,8 @@ def _system_roots(params: dict[str, str]) -> dict[str, str]:
     """
     if params.get("sslrootcert") != "system":
         return params
+    import ssl
+
     cafile = ssl.get_default_verify_paths().cafile
     if cafile is None:
         return params  # no CA file here: libpq reports it in its own words
@@ -133,7 +181,9 @@ async def _with_addresses(params: dict[str, str]) -> dict[str, str]:
     """
     attempts: list[tuple[str, str, str]] = []  # (host, hostaddr, port)
     failures = []
-    for endpoint in endpoints(params):
+    from waitfor.checks import net
+
+    for endpoint in pgconninfo.endpoints(params):
         if endpoint.is_socket or endpoint.address != endpoint.host:  # a socket, or a hostaddr
             hostaddr = "" if endpoint.is_socket else endpoint.address
             attempts.append((endpoint.host, hostaddr, str(endpoint.port)))

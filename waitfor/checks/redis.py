@@ -25,9 +25,10 @@ from functools import cached_property
 from typing import ClassVar
 from urllib.parse import unquote
 
-from waitfor import redaction, tls
+from waitfor import redaction, tls, urls
 from waitfor.checks import net
 from waitfor.checks.base import (
+    Address,
     Check,
     OptionPairs,
     Outcome,
@@ -37,7 +38,6 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
-from waitfor.targets import _Address, _host, _port, _split
 
 DEFAULT_PORT = 6379
 MODES = ("ping", "query")
@@ -78,12 +78,16 @@ class RedisCheck(Check):
     OPTION_NAMES = frozenset({"mode", "key", "role", "insecure", "cacert"})
     #: options named like secrets whose values are names: not hidden, not scrubbed from reasons
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"})
+    USAGE = (
+        ("redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]", "PONG, as redis-cli ping (rediss:// TLS)"),
+        ("redis://HOST#key=NAME&role=master", "logged in, the key exists, on a master"),
+    )
 
     @classmethod
-    def parse_address(cls, scheme: str, url: str) -> _Address:
-        parts = _split(url)
-        host = _host(parts)
-        port = _port(parts, default=DEFAULT_PORT)
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        parts = urls.split(url)
+        host = urls.host(parts)
+        port = urls.port(parts, default=DEFAULT_PORT)
         if parts.query:
             raise ValueError("redis targets take no query parameters (options go after #)")
         database = parts.path.removeprefix("/")
@@ -98,7 +102,7 @@ class RedisCheck(Check):
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
         display += f"/{database}" if database else ""
         params = (("user", user), ("password", password), ("db", database or "0"))
-        return _Address(host, port, display, frozenset({password} - {""}), params)
+        return Address(host, port, display, frozenset({password} - {""}), params)
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> RedisOptions:

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
-from waitfor.checks import net
-from waitfor.checks.base import Check, Outcome, describe_os_error, host_port
+from waitfor import urls
+from waitfor.checks.base import Address, Check, Outcome, describe_os_error, host_port
 
 
 class TcpCheck(Check):
+    USAGE = (("tcp://HOST:PORT", "a connection is accepted (IPv6: tcp://[::1]:5432)"),)
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        parts = urls.split(url)
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("tcp targets take no user or password")
+        if parts.path not in ("", "/") or parts.query:
+            raise ValueError("tcp targets are only tcp://HOST:PORT")
+        host = urls.host(parts)
+        port = urls.port(parts, default=None)
+        return Address(host, port, f"tcp://{host_port(host, port)}")
+
     async def probe(self, budget: float) -> Outcome:
         return await connect_any(self.target.host, self.target.port or 0, budget)
 
 
 async def connect_any(host: str, port: int, budget: float) -> Outcome:
     """Try every address ``host`` resolves to, in order, sharing ``budget`` between them."""
+    from waitfor.checks import net  # asyncio: not imported when a target is only parsed
+
     try:
         sock = await net.connect(host, port, budget)
     except net.NetError as exc:

@@ -14,8 +14,7 @@ import socket
 import stat
 from urllib.parse import unquote
 
-from waitfor.checks.base import Check, Outcome, describe_os_error
-from waitfor.targets import _Address as Address
+from waitfor.checks.base import Address, Check, Outcome, describe_os_error
 
 #: sun_path holds 108 bytes on Linux, the last one a NUL
 MAX_PATH_BYTES = 107

@@ -1,0 +1,127 @@
+"""URL pieces every kind parses alike: one place, so no two kinds validate a host differently.
+
+Each function raises ValueError with a one-line, lower-case-first message that the target parser
+shows after the (redacted) target. Nothing here knows a kind.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from waitfor import redaction
+
+_HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+
+
+def split(address: str) -> SplitResult:
+    """``urlsplit`` with its errors (e.g. an unbalanced IPv6 bracket) as plain ValueErrors."""
+    try:
+        return urlsplit(address)
+    except ValueError as exc:
+        raise ValueError(str(exc).lower()) from None
+
+
+def host(parts: SplitResult) -> str:
+    """The host, validated: an IP literal or a (possibly internationalised) DNS name."""
+    name = parts.hostname
+    hostport = parts.netloc.rpartition("@")[2]
+    if hostport.count(":") > 1 and not hostport.startswith("["):
+        raise ValueError(f"IPv6 addresses need brackets, e.g. {parts.scheme}://[::1]:5432")
+    if not name:
+        raise ValueError("missing host")
+    if hostport.startswith("["):
+        name = unquote(name)  # a zone: [fe80::1%25eth0]
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            raise ValueError(f"invalid IPv6 address {name!r}") from None
+        return name
+    if re.fullmatch(r"[\d.]+", name):
+        try:
+            ipaddress.IPv4Address(name)
+        except ValueError:
+            raise ValueError(f"invalid IPv4 address {name!r}") from None
+        return name
+    return dns_name(unquote(name), "host name")
+
+
+def dns_name(name: str, what: str) -> str:
+    """A (possibly internationalised) DNS name in ASCII; ValueError naming ``what`` if invalid."""
+    try:
+        ascii_name = name.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ValueError(f"invalid {what} {name!r}") from None
+    if not _HOSTNAME.fullmatch(ascii_name.lower()) or len(ascii_name.rstrip(".")) > 253:
+        raise ValueError(f"invalid {what} {name!r}")
+    return ascii_name
+
+
+def port(parts: SplitResult, default: int | None) -> int:
+    """The port, 1-65535; ``default`` when absent, or ValueError "missing port" if None."""
+    hostport = parts.netloc.rpartition("@")[2]
+    text = hostport.rpartition("]")[2] if hostport.startswith("[") else hostport
+    _, colon, port_text = text.rpartition(":")
+    if not colon or port_text == "":
+        if default is None:
+            raise ValueError("missing port")
+        return default
+    if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"invalid port {port_text!r} (1-65535)")
+    return int(port_text)
+
+
+def optional_port(parts: SplitResult) -> int | None:
+    """The port if the URL gives one (validated), else None."""
+    hostport = parts.netloc.rpartition("@")[2]
+    return port(parts, None) if ":" in hostport.rpartition("]")[2] else None
+
+
+def query_pairs(query: str) -> list[tuple[str, str]]:
+    """``a=1&b=2`` -> [("a", "1"), ("b", "2")]: names decoded, values as written."""
+    pairs = []
+    for item in query.split("&"):
+        if item:
+            name, _, value = item.partition("=")
+            pairs.append((unquote(name), value))
+    return pairs
+
+
+def secrets(parts: SplitResult) -> set[str]:
+    """The URL's password and the values of secret-looking query parameters."""
+    found = {parts.password} if parts.password else set()
+    found.update(
+        value
+        for name, value in query_pairs(parts.query)
+        if redaction.is_secret_name(name) and value
+    )
+    return found
+
+
+def display(scheme: str, parts: SplitResult) -> str:
+    """The URL rebuilt from its parts without secrets: ``scheme://user:***@host:port/path?query``.
+
+    The password is left out, secret-named query values become ``***`` (see waitfor.redaction).
+    """
+    query = f"?{redaction.query(parts.query)}" if parts.query else ""
+    if not parts.netloc and not parts.path.startswith("//"):
+        return f"{scheme}:{parts.path}{query}"
+    netloc = redaction.userinfo(parts.username, parts.password) + parts.netloc.rpartition("@")[2]
+    return f"{scheme}://{netloc}{parts.path}{query}"
+
+
+def host_port(host: str, port: int) -> str:
+    """``10.0.0.1:5432``, ``[::1]:5432``: an address as people write it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def decoded(text: str, what: str) -> str:
+    """A percent-encoded URL part (user, password, vhost) decoded; ValueError naming ``what``.
+
+    The message never quotes the text: it may be a password.
+    """
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"the {what} is not valid UTF-8 once percent-decoded") from None
