@@ -17,18 +17,26 @@ being awaited fails at once, with the end of its log. Install with ``waitfor[tes
 from __future__ import annotations
 
 import re
-from typing import Any
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
+from testcontainers.core.config import testcontainers_config
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
-from waitfor.api import DEFAULT_ATTEMPT_TIMEOUT, wait_for
+from waitfor.api import DEFAULT_ATTEMPT_TIMEOUT, wait_for_async
 from waitfor.backoff import Backoff
 from waitfor.errors import WaitTimeout
-from waitfor.runner import Event, EventType
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["ContainerExited", "WaitforStrategy"]
 
 _PLACEHOLDER = re.compile(r"\{host\}|\{port:(\d+)\}")
+#: how often the container's state is asked for while its targets are awaited
+STATUS_EVERY = 0.5
 
 
 class ContainerExited(RuntimeError):
@@ -48,6 +56,14 @@ class WaitforStrategy(WaitStrategy):
         self.targets = targets
         self.attempt_timeout = attempt_timeout
         self.backoff = backoff
+        self.startup_timeout = float(testcontainers_config.timeout)
+
+    def with_startup_timeout(self, timeout: int | timedelta) -> WaitforStrategy:
+        """waitfor's deadline (testcontainers keeps its own copy private)."""
+        super().with_startup_timeout(timeout)
+        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        self.startup_timeout = float(seconds)
+        return self
 
     def resolve(self, container: WaitStrategyTarget) -> list[str]:
         """The targets with the container's host and published ports filled in."""
@@ -60,33 +76,79 @@ class WaitforStrategy(WaitStrategy):
                 return str(container.get_exposed_port(int(match.group(1))))
             except Exception:
                 # A container that exits before it is ever seen running has no ports, and
-                # testcontainers says "did not become running": say why instead.
-                _fail_if_exited(container)
+                # testcontainers says "did not become running": say why instead. (Not in the
+                # event loop: no wait has started yet.)
+                message = _exit_message(container)
+                if message is not None:
+                    raise ContainerExited(message) from None
                 raise
 
         return [_PLACEHOLDER.sub(fill, target) for target in self.targets]
 
     def wait_until_ready(self, container: WaitStrategyTarget) -> None:
-        def on_event(event: Event) -> None:
-            if event.type is EventType.NOT_READY:
-                _fail_if_exited(container)
+        import asyncio
+
+        targets = self.resolve(container)
+        exited: list[str] = []
+
+        async def wait() -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            loop = asyncio.get_running_loop()
+            # Docker API calls block: they run in a thread of their own, never in the event
+            # loop (where they would stall every probe), and are not waited for at the end.
+            stop = threading.Event()
+
+            def on_exit(message: str) -> None:
+                exited.append(message)
+                task.cancel()
+
+            watcher = threading.Thread(
+                target=_watch, args=(container, stop, loop, on_exit), daemon=True
+            )
+            watcher.start()
+            try:
+                await wait_for_async(
+                    *targets,
+                    timeout=self.startup_timeout,
+                    attempt_timeout=min(self.attempt_timeout, self.startup_timeout),
+                    backoff=self.backoff,
+                )
+            finally:
+                stop.set()
 
         try:
-            wait_for(
-                *self.resolve(container),
-                timeout=self._startup_timeout,
-                attempt_timeout=min(self.attempt_timeout, self._startup_timeout),
-                backoff=self.backoff,
-                on_event=on_event,
-            )
+            asyncio.run(wait())
         except WaitTimeout as exc:
             raise TimeoutError(f"container not ready: {exc}") from None
+        except asyncio.CancelledError:
+            if exited:
+                raise ContainerExited(exited[0]) from None
+            raise
 
 
-def _fail_if_exited(container: WaitStrategyTarget) -> None:
+def _watch(
+    container: WaitStrategyTarget,
+    stop: threading.Event,
+    loop: asyncio.AbstractEventLoop,
+    on_exit: Callable[[str], None],
+) -> None:
+    """Until ``stop``: poll the container's state; if it exited, tell the loop with its log."""
+    while not stop.wait(STATUS_EVERY):
+        try:
+            message = _exit_message(container)
+            if message is not None and not stop.is_set():
+                loop.call_soon_threadsafe(on_exit, message)
+                return
+        except Exception:  # noqa: S112 - the Docker API hiccuped or the wait ended: ask again
+            continue
+
+
+def _exit_message(container: WaitStrategyTarget) -> str | None:
     wrapped: Any = container.get_wrapped_container()
     wrapped.reload()
-    if wrapped.status in ("exited", "dead"):
-        stdout, stderr = container.get_logs()
-        tail = (stdout + stderr).decode(errors="replace").strip().splitlines()[-5:]
-        raise ContainerExited(f"container {wrapped.status} while awaited; log ends: {tail}")
+    if wrapped.status not in ("exited", "dead"):
+        return None
+    stdout, stderr = container.get_logs()
+    tail = (stdout + stderr).decode(errors="replace").strip().splitlines()[-5:]
+    return f"container {wrapped.status} while awaited; log ends: {tail}"
