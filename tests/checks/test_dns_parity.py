@@ -157,7 +157,7 @@ def test_files_then_dns(environment: Environment, dnsmasq: DnsServer) -> None:
             # search list: svc.bad.test SERVFAIL, svc.nodata.test NODATA, then svc.good.test
             "svc": {"10.8.0.1"},
             "svc.good.test": {"10.8.0.1"},
-            "dotted.name": {"10.8.0.7"},  # 1 dot < ndots:2? no: ndots is 1 here, as-is first
+            "dotted.name": {"10.8.0.7"},  # 1 dot >= ndots:1: as given first, then the list
             "alias.test.": None,  # a trailing dot never matches /etc/hosts; the DNS has none
             "missing": None,
             "10.1.2.3": {"10.1.2.3"},  # a literal is its own answer
