@@ -15,18 +15,30 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.brokers import RABBITMQ_PORT, RabbitScratch, listening, scripted_peer, tls_terminator
+from tests.brokers import RabbitNode, RabbitScratch, scripted_peer, tls_terminator
 from tests.conftest import FAST
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks import amqp
 
-RABBIT = f"127.0.0.1:{RABBITMQ_PORT}"
-pytestmark = pytest.mark.skipif(not listening(RABBITMQ_PORT), reason="no RabbitMQ on 5672")
+
+@pytest.fixture(scope="module")
+def rabbit() -> Iterator[RabbitNode]:
+    node = RabbitNode()
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
 
 
 @pytest.fixture
-def scratch() -> Iterator[RabbitScratch]:
-    made = RabbitScratch()
+def address(rabbit: RabbitNode) -> str:
+    return f"127.0.0.1:{rabbit.port}"
+
+
+@pytest.fixture
+def scratch(rabbit: RabbitNode) -> Iterator[RabbitScratch]:
+    made = RabbitScratch(rabbit)
     yield made
     made.cleanup()
 
@@ -68,13 +80,13 @@ def test_bad_addresses_are_refused(url: str, message: str) -> None:
         parse_target(url)
 
 
-def test_default_guest_login_opens_the_default_vhost() -> None:
-    result = wait_for(f"amqp://{RABBIT}", timeout=10)[0]
+def test_default_guest_login_opens_the_default_vhost(address: str) -> None:
+    result = wait_for(f"amqp://{address}", timeout=10)[0]
     assert result.reason.startswith("vhost '/' open for 'guest' on RabbitMQ")
 
 
-def test_ping_needs_no_credentials() -> None:
-    result = wait_for(f"amqp://nobody:wrong@{RABBIT}/no-vhost#mode=ping", timeout=10)[0]
+def test_ping_needs_no_credentials(address: str) -> None:
+    result = wait_for(f"amqp://nobody:wrong@{address}/no-vhost#mode=ping", timeout=10)[0]
     assert result.reason.startswith("RabbitMQ")
     assert result.reason.endswith("answers AMQP")
 
@@ -98,9 +110,11 @@ def read_until(waiter: subprocess.Popen[str], text: str) -> list[str]:
     raise AssertionError(f"{text!r} never said; got {lines}")
 
 
-def test_refused_login_is_retried_until_the_user_exists(scratch: RabbitScratch) -> None:
+def test_refused_login_is_retried_until_the_user_exists(
+    scratch: RabbitScratch, address: str
+) -> None:
     user = scratch.name("late-user")
-    waiter = start_waiter(f"amqp://{user}:pw-{scratch.tag}@{RABBIT}/")
+    waiter = start_waiter(f"amqp://{user}:pw-{scratch.tag}@{address}/")
     try:
         lines = read_until(waiter, "not ready")
         assert "authentication failed (Login was refused" in lines[-1]
@@ -114,10 +128,10 @@ def test_refused_login_is_retried_until_the_user_exists(scratch: RabbitScratch) 
         waiter.wait()
 
 
-def test_missing_vhost_is_not_ready_until_created(scratch: RabbitScratch) -> None:
+def test_missing_vhost_is_not_ready_until_created(scratch: RabbitScratch, address: str) -> None:
     user, vhost = scratch.name("user"), scratch.name("vhost")
     scratch.add_user(user, "pw")
-    waiter = start_waiter(f"amqp://{user}:pw@{RABBIT}/{vhost}")
+    waiter = start_waiter(f"amqp://{user}:pw@{address}/{vhost}")
     try:
         lines = read_until(waiter, "not ready")
         assert lines[-1].rstrip().endswith(f"not ready: vhost '{vhost}' not found")
@@ -129,18 +143,18 @@ def test_missing_vhost_is_not_ready_until_created(scratch: RabbitScratch) -> Non
         waiter.wait()
 
 
-def test_no_permission_on_the_vhost_is_not_ready(scratch: RabbitScratch) -> None:
+def test_no_permission_on_the_vhost_is_not_ready(scratch: RabbitScratch, address: str) -> None:
     user, vhost = scratch.name("user"), scratch.name("vhost")
     scratch.add_user(user, "pw")
     scratch.add_vhost(vhost)
     with pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://{user}:pw@{RABBIT}/{vhost}", timeout=1, backoff=FAST)
+        wait_for(f"amqp://{user}:pw@{address}/{vhost}", timeout=1, backoff=FAST)
     assert info.value.results[0].reason == (
         f"access refused (access to vhost '{vhost}' refused for user '{user}')"
     )
 
 
-def test_no_half_open_connections_after_many_probes(scratch: RabbitScratch) -> None:
+def test_no_half_open_connections_after_many_probes(scratch: RabbitScratch, address: str) -> None:
     """Every probe, accepted or refused, ends with Close/Close-Ok: the broker's list stays empty.
 
     The control: a connection held open after Open-Ok *is* in that list, so a leak would show.
@@ -150,9 +164,9 @@ def test_no_half_open_connections_after_many_probes(scratch: RabbitScratch) -> N
     scratch.add_vhost(vhost)
     scratch.permit(user, vhost)
     targets = [
-        f"amqp://{user}:pw@{RABBIT}/{vhost}",  # ready
-        f"amqp://{user}:pw@{RABBIT}/{vhost}-missing",  # vhost not found
-        f"amqp://{user}:pw@{RABBIT}/{vhost}#mode=ping",
+        f"amqp://{user}:pw@{address}/{vhost}",  # ready
+        f"amqp://{user}:pw@{address}/{vhost}-missing",  # vhost not found
+        f"amqp://{user}:pw@{address}/{vhost}#mode=ping",
     ]
     for _ in range(20):
         for target in targets:
@@ -161,7 +175,7 @@ def test_no_half_open_connections_after_many_probes(scratch: RabbitScratch) -> N
                 wait_for(target, timeout=0.2 if missing else 10)
     assert _settled(lambda: scratch.connections(user)) == []
 
-    held = asyncio.run(_hold_open(f"amqp://{user}:pw@{RABBIT}/{vhost}", scratch, user))
+    held = asyncio.run(_hold_open(f"amqp://{user}:pw@{address}/{vhost}", scratch, user))
     assert held == [f"{user}\trunning"]
 
 
@@ -176,7 +190,7 @@ def _settled(read: Callable[[], list[str]]) -> list[str]:
 async def _hold_open(url: str, scratch: RabbitScratch, user: str) -> list[str]:
     """Log in and open the vhost, but do not close: what an impolite client leaves behind."""
     target = parse_target(url)
-    reader, writer = await asyncio.open_connection("127.0.0.1", RABBITMQ_PORT)
+    reader, writer = await asyncio.open_connection("127.0.0.1", target.port)
     try:
         writer.write(amqp.PROTOCOL_HEADER)
         await amqp.read_method(reader)
@@ -199,13 +213,13 @@ def ca() -> trustme.CA:
     return trustme.CA()
 
 
-def test_amqps_through_a_tls_terminator(ca: trustme.CA, tmp_path: Path) -> None:
+def test_amqps_through_a_tls_terminator(ca: trustme.CA, tmp_path: Path, address: str) -> None:
     cert, key, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
     issued = ca.issue_cert("127.0.0.1")
     issued.private_key_and_cert_chain_pem.write_to_path(str(cert))
     issued.private_key_pem.write_to_path(str(key))
     ca.cert_pem.write_to_path(str(ca_file))
-    with tls_terminator(RABBITMQ_PORT, (cert, cert)) as port:
+    with tls_terminator(int(address.rpartition(":")[2]), (cert, cert)) as port:
         result = wait_for(f"amqps://127.0.0.1:{port}/#cacert={ca_file}", timeout=10)[0]
         assert result.reason.startswith("vhost '/' open for 'guest'")
         with pytest.raises(WaitTimeout) as info:
