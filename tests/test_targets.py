@@ -179,6 +179,11 @@ def test_bytes_that_are_not_utf8_are_refused() -> None:
         "postgresql://app@db/app#mode=query",
         "host=db dbname=app",
         "dns:db.example?type=SRV#min=2",
+        "grpcs://api:50051#service=shop.Cart&authority=api.internal",
+        "http+unix://%2Frun%2Fapp.sock/healthz#json=status==UP",
+        "unix:///run/app.sock",
+        "file:///run/token#nonempty",
+        "exec:pg_isready -h db",
     ],
 )
 def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
@@ -187,7 +192,7 @@ def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
         "import sys\n"
         "from waitfor.targets import parse_target\n"
         f"parse_target({text!r})\n"
-        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.checks.pgping']\n"
+        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.checks.pgping', 'h2', 'asyncio']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"
     )
     loaded = subprocess.run(

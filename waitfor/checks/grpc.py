@@ -14,15 +14,13 @@ no gRPC runtime (grpcio is tens of megabytes and slow to import). ``h2`` is impo
 from __future__ import annotations
 
 import re
-import ssl
 import struct
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from waitfor import tls, urls
-from waitfor.checks import net
+from waitfor import urls
 from waitfor.checks.base import (
     Address,
     Check,
@@ -35,8 +33,9 @@ from waitfor.checks.base import (
     single,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing
     import asyncio
+    import ssl
 
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 #: HealthCheckResponse.ServingStatus
@@ -89,6 +88,8 @@ class GrpcCheck(Check):
             raise ValueError(f"authority {authority!r} is not a HOST[:PORT]")
         cacert = single(pairs, "cacert")
         if cacert is not None:
+            from waitfor import tls
+
             tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
         return GrpcOptions(
             service=single(pairs, "service") or "",
@@ -107,10 +108,16 @@ class GrpcCheck(Check):
         if self.target.scheme != "grpcs":
             return None  # --insecure / --cacert defaults reach plaintext targets too: moot
         options = self.options
+        from waitfor import tls
+
         return tls.client_context(verify=not options.insecure, cafile=options.cacert, alpn=("h2",))
 
     async def probe(self, budget: float) -> Outcome:
+        import ssl
+
         import h2.exceptions
+
+        from waitfor.checks import net
 
         host, port = self.target.host, self.target.port or 0
         authority = self.options.authority or host_port(host, port)
@@ -320,6 +327,8 @@ def _server_name(authority: str) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    import ssl
+
     if isinstance(exc, ssl.SSLError):
         return f"TLS error: {exc.reason or exc}"
     if isinstance(exc, OSError):
