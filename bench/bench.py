@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -399,6 +400,7 @@ def measure_probe_rates(wf: str, postgres: Postgres, seconds: float) -> dict[str
 
 def measure_fan_out(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, Any]:
     sizes = [1, 10] if quick else [1, 10, 100, 200]
+    many = 20 if quick else 300
     results: dict[str, Any] = {}
     ports = free_ports(max(sizes))
     with contextlib.ExitStack() as listeners:
@@ -421,7 +423,32 @@ def measure_fan_out(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, Any]:
             results["mixed 20 (10 tcp, 5 http, 3 dns, 2 postgresql)"] = {
                 "waitfor": run_measured([wf, "-q", *mixed])
             }
+            # Plain http builds no TLS context at all (each once cost a CA bundle load).
+            results[f"{many} http"] = {
+                "waitfor": run_measured([wf, "-q", *[f"{url}/{i}" for i in range(many)]])
+            }
+        with tls_http_server() as (url, ca_file):
+            # One CA, one shared context, however many targets use it.
+            https = [f"{url}/{i}#cacert={ca_file}" for i in range(many)]
+            results[f"{many} https, one private CA"] = {"waitfor": run_measured([wf, "-q", *https])}
     return results
+
+
+@contextlib.contextmanager
+def tls_http_server() -> Iterator[tuple[str, str]]:
+    """An https test server with a throw-away CA; yields (base URL, CA file)."""
+    import ssl
+    import tempfile
+
+    import trustme
+
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    with tempfile.NamedTemporaryFile(suffix=".pem") as ca_file:
+        ca.cert_pem.write_to_path(ca_file.name)
+        with http_server(Script(), tls=context) as (url, _):
+            yield url, ca_file.name
 
 
 def footprint(waitfor_venv: Path) -> dict[str, Any]:

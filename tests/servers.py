@@ -112,6 +112,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 512  # hundreds of targets connect at once in the fan-out benchmark
     script: Script
     tls: ssl.SSLContext | None = None
 

@@ -90,19 +90,23 @@ def parse_dsn(text: str) -> dict[str, str]:
     params: dict[str, str] = {}
     position = 0
     text = text.strip()
+    previous = ""
+    # After an unquoted password, the text is not quoted: it may be the password's own tail.
+    suspect = False
     while position < len(text):
         match = _DSN_TOKEN.match(text, position)
         if not match:
-            # Not quoting the text: it may be the rest of an unquoted password with a space.
-            where = f"after {list(params)[-1]}=..." if params else "at the start"
+            where = f"after {previous}=..." if previous else "at the start"
             raise ValueError(f"expected keyword=value {where}")
         key, position = match.group(1), match.end()
+        shown = f"the keyword after {previous}=..." if suspect else repr(key)
         value = []
-        if position < len(text) and text[position] == "'":
+        quoted = position < len(text) and text[position] == "'"
+        if quoted:
             position += 1
             while True:
                 if position >= len(text):
-                    raise ValueError(f"unterminated quoted value for {key!r}")
+                    raise ValueError(f"unterminated quoted value for {shown}")
                 char = text[position]
                 if char == "\\" and position + 1 < len(text):
                     value.append(text[position + 1])
@@ -122,6 +126,7 @@ def parse_dsn(text: str) -> dict[str, str]:
                 value.append(char)
                 position += 1
         _store(params, key, "".join(value))
+        previous, suspect = key, redaction.is_secret_name(key) and not quoted
     return params
 
 

@@ -125,3 +125,20 @@ def decoded(text: str, what: str) -> str:
         return unquote(text, errors="strict")
     except UnicodeDecodeError:
         raise ValueError(f"the {what} is not valid UTF-8 once percent-decoded") from None
+
+
+def resolvable_name(name: str) -> None:
+    """Refuse a host name no resolver can ask for: an empty label, one over 63 characters.
+
+    Laxer than :func:`dns_name` (libpq passes any other name to getaddrinfo, and so do we), for
+    kinds whose reference tool answers "no response" for ever instead: waiting for a name that
+    cannot exist is a configuration error.
+    """
+    if ":" in name:
+        return  # an IPv6 literal
+    try:
+        encoded = name.encode("idna")
+    except UnicodeError:
+        raise ValueError(f"invalid host name {name!r}") from None
+    if len(encoded.rstrip(b".")) > 253:
+        raise ValueError(f"invalid host name {name[:40]!r}... (longer than 253 characters)")

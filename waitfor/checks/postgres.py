@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor import pgconninfo, redaction
+from waitfor import pgconninfo, redaction, urls
 from waitfor.checks.base import (
     Address,
     Check,
@@ -78,6 +78,9 @@ class PostgresCheck(Check):
         given = pgconninfo.parse_dsn(url) if dsn else pgconninfo.parse_uri(url)
         params = pgconninfo.complete(given, os.environ)
         secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
+        for endpoint in pgconninfo.endpoints(params):
+            if not endpoint.is_socket and endpoint.address == endpoint.host:
+                urls.resolvable_name(endpoint.host)  # pg_isready: "no response" for ever
         first = pgconninfo.endpoints(params)[0]
         display = pgconninfo.display(url)
         return Address(first.host, first.port, display, frozenset(secrets), tuple(params.items()))
