@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -15,14 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.skipif(os.geteuid() != 0, reason="the benchmark's PostgreSQL runs as root's helper")
 @pytest.mark.timeout(900)  # every kind adds detection trials with real servers: minutes, not 120 s
 def test_bench_smoke(tmp_path: Path) -> None:
-    result = subprocess.run(
+    # A session of its own, killed whole at the end: a bench cut short must not leave its
+    # servers (PostgreSQL, dnsmasq, brokers) running.
+    bench = subprocess.Popen(
         [str(ROOT / "bench" / "run"), "--quick", "--out", str(tmp_path)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=900,
         cwd=ROOT,
+        start_new_session=True,
     )
-    assert result.returncode == 0, result.stderr[-2000:]
+    try:
+        _, stderr = bench.communicate(timeout=840)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(bench.pid, signal.SIGKILL)
+        bench.wait()
+    assert bench.returncode == 0, stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"cold_start", "detection", "probe_rate", "fan_out", "footprint"}
     assert set(results["detection"]) == {"tcp", "http", "postgresql", "mysql", "redis", "dns"}
