@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from waitfor.api import wait_for, wait_for_async
     from waitfor.backoff import Backoff
-    from waitfor.checks.base import Address, Check, Outcome
+    from waitfor.checks.base import Address, Check, Options, Outcome
     from waitfor.errors import (
         CheckFailed,
         Interrupted,
@@ -35,6 +35,7 @@ _WHERE = {
     "Event": "waitfor.events",
     "EventType": "waitfor.events",
     "Interrupted": "waitfor.errors",
+    "Options": "waitfor.checks.base",
     "Outcome": "waitfor.checks.base",
     "Target": "waitfor.targets",
     "TargetError": "waitfor.errors",
@@ -54,6 +55,7 @@ __all__ = [
     "Event",
     "EventType",
     "Interrupted",
+    "Options",
     "Outcome",
     "Target",
     "TargetError",

@@ -73,7 +73,10 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         address, _, fragment = text.partition("#")
         scheme = match.group(1).lower() if match else ""
         kind = checks.find_kind(scheme) if match else None
-    cls = checks.load(kind) if kind is not None else None
+    try:
+        cls = checks.load(kind) if kind is not None else None
+    except checks.KindError as exc:  # a broken third-party kind: only its targets fail
+        raise TargetError(redaction.unparsed(text), str(exc)) from None
     # Until the address parses, show only what cannot be secret; then the display is built
     # from the parsed parts (see waitfor.redaction).
     if cls is None:

@@ -2,16 +2,27 @@
 
 Importing a kind's module is cheap (its protocol library is imported inside its probe), but the
 registry still holds import strings: a run with only tcp targets never imports the others.
+
+Third-party kinds are entry points in the group ``waitfor.kinds`` (name = URL scheme, value =
+``"module:Class"``). They are looked up only for a scheme that is not built in, so a run with
+built-in kinds never scans installed packages; a built-in scheme cannot be taken over. A plugin
+that cannot be imported, or whose object is not a :class:`~waitfor.checks.base.Check` subclass,
+is a :class:`KindError` (one line, exit 2) for targets of its scheme only.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from waitfor.checks.base import Check
+
+ENTRY_POINT_GROUP = "waitfor.kinds"
+_SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]*")
 
 
 class Kind(NamedTuple):
@@ -19,6 +30,11 @@ class Kind(NamedTuple):
     schemes: tuple[str, ...]  # URL schemes it handles, the first one canonical
     implementation: str  # "module:Class", a subclass of waitfor.checks.base.Check
     bare: bool = False  # also offered targets written without a scheme (Check.split_bare)
+    origin: str = ""  # a third-party kind: the distribution that declares it; "" if built in
+
+
+class KindError(ValueError):
+    """A third-party kind that cannot be used; the message names it and why, in one line."""
 
 
 BUILTIN: tuple[Kind, ...] = (
@@ -43,21 +59,59 @@ KINDS: dict[str, Kind] = {scheme: kind for kind in BUILTIN for scheme in kind.sc
 
 
 def find_kind(scheme: str) -> Kind | None:
-    return KINDS.get(scheme)
+    """The kind for a scheme: built in, else installed (entry points read only then)."""
+    return KINDS.get(scheme) or installed().get(scheme)
 
 
 def known_schemes() -> list[str]:
-    return list(KINDS)
+    """Every scheme a target may use: built-in ones, then installed ones."""
+    return [*KINDS, *sorted(installed())]
+
+
+@cache
+def installed() -> dict[str, Kind]:
+    """Third-party kinds declared in the ``waitfor.kinds`` entry point group, by scheme."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, Kind] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        scheme = entry.name.strip().lower()
+        if scheme in KINDS or not _SCHEME_NAME.fullmatch(scheme):
+            continue  # built-in schemes are not taken over; a bad name could never be used
+        dist = entry.dist
+        origin = f"{dist.name} {dist.version}" if dist is not None else "an installed package"
+        found.setdefault(scheme, Kind(scheme, (scheme,), entry.value, origin=origin))
+    return found
 
 
 def check_class(scheme: str) -> type[Check]:
-    return load(KINDS[scheme])
+    kind = find_kind(scheme)
+    if kind is None:
+        raise KindError(f"unknown scheme {scheme!r}")
+    return load(kind)
 
 
 def load(kind: Kind) -> type[Check]:
+    """The kind's class; for a third-party kind, KindError if it cannot be imported or used."""
     module_name, _, class_name = kind.implementation.partition(":")
-    cls: type[Check] = getattr(import_module(module_name), class_name)
-    return cls
+    if not kind.origin:
+        cls: type[Check] = getattr(import_module(module_name), class_name)
+        return cls
+    from waitfor.checks.base import Check
+
+    where = f"kind {kind.name!r} ({kind.implementation} from {kind.origin})"
+    try:
+        found = import_module(module_name)
+        for attribute in class_name.split(".") if class_name else []:
+            found = getattr(found, attribute)
+    except Exception as exc:  # noqa: BLE001 - anything a broken plugin raises on import
+        detail = " ".join(str(exc).split()) or "no detail"
+        raise KindError(f"{where} cannot be loaded: {type(exc).__name__}: {detail}") from None
+    if not (isinstance(found, type) and issubclass(found, Check)):
+        raise KindError(f"{where} is not a subclass of waitfor.Check")
+    if inspect.isabstract(found):
+        raise KindError(f"{where} does not implement async def probe(self, budget)")
+    return found
 
 
 def claim_bare(text: str) -> tuple[Kind, str, str] | None:

@@ -22,7 +22,8 @@ What a kind provides (everything but ``probe`` has a working default)::
         @classmethod
         def parse_options(cls, pairs: OptionPairs) -> object:
             # a frozen value; helpers reject_unknown(), single(), flag(). Default: refuses
-            # every option not in OPTION_NAMES and returns NoOptions().
+            # every option not in OPTION_NAMES and returns Options(pairs), whose
+            # .get(key) reads one.
             ...
 
         @classmethod
@@ -50,6 +51,13 @@ errors are built from parts that are not secret, and tests assert the values nev
 ``parse_address`` and ``parse_options`` raise ValueError with a one-line message for bad input
 that quotes nothing secret (the CLI shows it after the target's safe form, exit 2).
 
+Third-party kinds are the same class in another package, declared as an entry point in the group
+``waitfor.kinds`` (name = the URL scheme, value = ``"module:Class"``); ``waitfor.Check``,
+``waitfor.Outcome``, ``waitfor.Address`` and ``waitfor.Options`` are exported for them. The
+smallest plugin implements only ``probe``, reading ``self.target.url`` (and ``.host``/``.port``
+when the URL has them); options are refused unless declared in ``OPTION_NAMES``. See the README's
+"Writing a kind".
+
 A check is built once per target and probed repeatedly by the runner. ``probe`` must be idempotent
 and side-effect free, must translate the foreign exceptions it expects into an :class:`Outcome`
 (not ready with a reason, or permanent), and lets anything unexpected propagate: that is a bug.
@@ -76,7 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Address",
     "Check",
-    "NoOptions",
+    "Options",
     "OptionPairs",
     "Outcome",
     "describe_os_error",
@@ -121,8 +129,15 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class NoOptions:
-    pass
+class Options:
+    """The default options value: the declared ``#key=value`` pairs as given, in order."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """The option's value (the last one given), or ``default``."""
+        values = [v for k, v in self.pairs if k == key]
+        return values[-1] if values else default
 
 
 class Check(ABC):
@@ -157,7 +172,7 @@ class Check(ABC):
     def parse_options(cls, pairs: OptionPairs) -> object:
         """Validate ``#key=value`` options into a frozen value; raise ValueError if invalid."""
         reject_unknown(pairs, cls.OPTION_NAMES)
-        return NoOptions()
+        return Options(tuple(pairs))
 
     def __init__(self, target: Target) -> None:
         self.target = target

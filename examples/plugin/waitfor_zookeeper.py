@@ -1,0 +1,29 @@
+"""zookeeper://HOST[:PORT]: ready when the server answers "ruok" with "imok"."""
+
+from waitfor import Address, Check, Outcome
+from waitfor.checks import net  # resolves and connects within the attempt's budget
+from waitfor.checks.base import standard_address
+
+
+class ZookeeperCheck(Check):
+    USAGE = (("zookeeper://HOST[:PORT]", "the server answers ruok with imok"),)
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        return standard_address(scheme, url, default_port=2181)  # host and port, validated
+
+    async def probe(self, budget: float) -> Outcome:
+        try:
+            reader, writer = await net.open_stream(self.target.host, self.target.port, budget)
+        except net.NetError as exc:  # refused, unreachable, not resolving: retried
+            return Outcome.down(str(exc))
+        try:
+            writer.write(b"ruok")
+            answer = await reader.read(4)
+        except OSError as exc:
+            return Outcome.down(f"no answer: {exc.strerror or exc}")
+        finally:
+            writer.close()
+        if answer == b"imok":
+            return Outcome.up("imok")
+        return Outcome.down(f"answered {answer!r} to ruok")
