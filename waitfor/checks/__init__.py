@@ -104,7 +104,7 @@ def load(kind: Kind) -> type[Check]:
         found = import_module(module_name)
         for attribute in class_name.split(".") if class_name else []:
             found = getattr(found, attribute)
-    except Exception as exc:  # noqa: BLE001 - anything a broken plugin raises on import
+    except Exception as exc:  # anything a broken plugin raises on import
         detail = " ".join(str(exc).split()) or "no detail"
         raise KindError(f"{where} cannot be loaded: {type(exc).__name__}: {detail}") from None
     if not (isinstance(found, type) and issubclass(found, Check)):

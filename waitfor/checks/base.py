@@ -84,8 +84,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Address",
     "Check",
-    "Options",
     "OptionPairs",
+    "Options",
     "Outcome",
     "describe_os_error",
     "flag",
