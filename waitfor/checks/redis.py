@@ -76,7 +76,7 @@ class RedisOptions:
 
 class RedisCheck(Check):
     OPTION_NAMES = frozenset({"mode", "key", "role", "insecure", "cacert"})
-    #: options named like secrets whose values are names: not hidden, not scrubbed from reasons
+    #: options named like secrets whose values are names: shown as written (redaction.options)
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"})
     USAGE = (
         ("redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]", "PONG, as redis-cli ping (rediss:// TLS)"),
