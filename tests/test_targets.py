@@ -187,6 +187,10 @@ def test_bytes_that_are_not_utf8_are_refused() -> None:
         "unix:///run/app.sock",
         "file:///run/token#nonempty",
         "exec:pg_isready -h db",
+        "mysql://app:pw@db/app?ssl-mode=VERIFY_IDENTITY#table=users",
+        "mariadb://db",
+        "rediss://:pw@cache/2#key=k&role=master",
+        "memcached://u:pw@cache",
     ],
 )
 def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
@@ -195,7 +199,8 @@ def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
         "import sys\n"
         "from waitfor.targets import parse_target\n"
         f"parse_target({text!r})\n"
-        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.checks.pgping', 'h2', 'asyncio']\n"
+        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.checks.pgping', 'h2', 'asyncio',"
+        " 'pymysql', 'waitfor.checks.mysqlping', 'waitfor.checks.resp']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"
     )
     loaded = subprocess.run(

@@ -8,12 +8,14 @@ up, as a PostgreSQL server that asks for a password is up for pg_isready.
 
 from __future__ import annotations
 
-import asyncio
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from waitfor import redaction, urls
-from waitfor.checks import net
 from waitfor.checks.base import Address, Check, Outcome, describe_os_error, host_port
+
+if TYPE_CHECKING:
+    import asyncio
 
 DEFAULT_PORT = 11211
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
@@ -40,6 +42,10 @@ class MemcachedCheck(Check):
         return Address(host, port, display, secrets, (("user", user), ("password", password)))
 
     async def probe(self, budget: float) -> Outcome:
+        import asyncio  # not imported when a target is only parsed
+
+        from waitfor.checks import net
+
         host, port = self.target.host, self.target.port or DEFAULT_PORT
         try:
             reader, writer = await net.open_stream(host, port, budget)
@@ -78,6 +84,8 @@ class NotMemcached(Exception):
 
 
 async def _line(reader: asyncio.StreamReader) -> str:
+    import asyncio
+
     try:
         line = await reader.readuntil(b"\r\n")
     except asyncio.LimitOverrunError:
