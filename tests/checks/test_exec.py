@@ -57,8 +57,8 @@ def test_no_shell_runs_the_words() -> None:
 
 def test_the_command_becomes_ready_later(tmp_path: Path) -> None:
     flag = tmp_path / "ready"
-    subprocess.Popen(["sh", "-c", f"sleep 0.4; touch {flag}"])
-    results = wait_for(f"exec:test -e {flag}", timeout=10, backoff=FAST)
+    with subprocess.Popen(["sh", "-c", f"sleep 0.4; touch {flag}"]):
+        results = wait_for(f"exec:test -e {flag}", timeout=10, backoff=FAST)
     assert results[0].ready
     assert results[0].attempts > 1
 
@@ -94,7 +94,7 @@ def test_sigterm_to_waitfor_kills_the_running_attempt(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     waiter = subprocess.Popen(
         [sys.executable, "-m", "waitfor", "-t", "60", f"exec:sh -c 'echo $$ > {pids}; sleep 300'"],
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
         give_up = time.monotonic() + 20
