@@ -143,6 +143,34 @@ def test_missing_vhost_is_not_ready_until_created(scratch: RabbitScratch, addres
         waiter.wait()
 
 
+def test_logins_agree_with_rabbitmqctl_authenticate_user(
+    scratch: RabbitScratch, address: str
+) -> None:
+    """Row by row on vhost '/': ready exactly when the broker's own tool accepts the login."""
+    user = scratch.name("oracle")
+    scratch.add_user(user, "right")
+    scratch.permit(user, "/")
+    rows = [
+        ("guest", "guest"),
+        ("guest", "wrong"),
+        (user, "right"),
+        (user, "Right"),
+        ("nobody", "x"),
+    ]
+    for name, password in rows:
+        try:
+            scratch.ctl("authenticate_user", name, password)
+            oracle = True
+        except RuntimeError:
+            oracle = False
+        try:
+            wait_for(f"amqp://{name}:{password}@{address}/", timeout=1, backoff=FAST)
+            reason = ""
+        except WaitTimeout as exc:
+            reason = exc.results[0].reason
+        assert (reason == "", reason.startswith("authentication failed")) == (oracle, not oracle)
+
+
 def test_no_permission_on_the_vhost_is_not_ready(scratch: RabbitScratch, address: str) -> None:
     user, vhost = scratch.name("user"), scratch.name("vhost")
     scratch.add_user(user, "pw")
