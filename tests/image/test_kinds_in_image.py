@@ -28,10 +28,11 @@ from tests.brokers import (
     tls_terminator,
 )
 from tests.dnsserver import DnsServer
+from tests.grpcserver import grpc_server
 from tests.image.conftest import podman
 from tests.pg import Cluster
 from tests.redisd import RedisServer, unavailable_reason
-from tests.servers import Script, free_port, http_server
+from tests.servers import Script, free_port, http_server, unix_http_server
 from waitfor.checks import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"
@@ -220,6 +221,29 @@ def _nats(s: Servers) -> list[str]:
     ]
 
 
+def _grpc(s: Servers) -> list[str]:
+    key = s.cert.private_key_pem.bytes()
+    chain = b"".join(pem.bytes() for pem in s.cert.cert_chain_pems)
+    plain = s.stack.enter_context(grpc_server())
+    tls = s.stack.enter_context(grpc_server(tls=(key, chain)))
+    return [
+        f"grpc://127.0.0.1:{plain.port}",
+        f"grpcs://localhost:{tls.port}#cacert={CA_IN_IMAGE}",
+    ]
+
+
+def _unix(s: Servers) -> list[str]:
+    """An HTTP server on a Unix socket, mounted into the container as /run/app/app.sock."""
+    folder = s.tmp_path / "sockets"
+    folder.mkdir()
+    folder.chmod(0o755)
+    sock = folder / "app.sock"
+    s.stack.enter_context(unix_http_server(str(sock)))
+    sock.chmod(0o777)  # connecting takes write permission; the container runs as 65532
+    s.volumes.append(f"--volume={folder}:/run/app:ro")
+    return ["unix:///run/app/app.sock", "http+unix://%2Frun%2Fapp%2Fapp.sock/healthz#status=200"]
+
+
 ROWS: dict[str, Row] = {
     "tcp": Row(("tcp",), lambda s: ["tcp://127.0.0.1:5432", "tcp://localhost:6379"]),
     "http": Row(("http", "https"), _http),
@@ -231,6 +255,11 @@ ROWS: dict[str, Row] = {
     "amqp": Row(("amqp", "amqps"), _amqp),
     "mqtt": Row(("mqtt", "mqtts"), _mqtt),
     "nats": Row(("nats", "tls"), _nats),
+    "grpc": Row(("grpc", "grpcs"), _grpc),
+    "unix": Row(("unix", "http+unix"), _unix),
+    "file": Row(("file",), lambda s: [f"file://{CA_IN_IMAGE}#nonempty"]),
+    # no shell or tools in the image: the command is waitfor itself (subprocesses work there)
+    "exec": Row(("exec",), lambda s: ["exec:waitfor -q -t 30 tcp://127.0.0.1:5432"]),
 }
 
 
