@@ -600,3 +600,13 @@ def test_a_client_certificate_without_its_key_is_a_configuration_error(
     url = cluster.url(extra=f"?sslmode=require&sslcert={cert}&sslkey={tmp_path}/none.key")
     with pytest.raises(CheckFailed, match="certificate present, but not private key file"):
         wait_for(url, timeout=10)
+
+
+def test_targets_with_the_same_tls_settings_share_one_context(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    root = tmp_path / "root.crt"
+    ca.cert_pem.write_to_path(str(root))
+    params = {"sslmode": "verify-full", "sslrootcert": str(root)}
+    first = tls_context(dict(params, host="a"))
+    assert tls_context(dict(params, host="b")) is first  # the CA file is read once
+    assert tls_context({**params, "sslmode": "verify-ca"}) is not first

@@ -18,6 +18,7 @@ address a name resolves to is tried in order, sharing the attempt's time.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import math
 import os
@@ -258,13 +259,29 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
 
     Raises :class:`ConfigurationError` for certificate files that cannot be used, which no
     retry can fix: a missing root certificate for verification, a client certificate without
-    its key.
+    its key. Targets with the same settings (and the same files present) share one context:
+    loading a CA bundle is not free.
     """
-    mode = params["sslmode"]
     home = Path.home() / ".postgresql"
     root = params.get("sslrootcert") or str(home / "root.crt")
+    cert = params.get("sslcert") or str(home / "postgresql.crt")
+    key = params.get("sslkey") or str(home / "postgresql.key")
+    return _tls_context(
+        params["sslmode"],
+        root,
+        os.path.exists(root),
+        cert if os.path.exists(cert) else None,
+        key,
+        params.get("sslpassword"),
+    )
+
+
+@functools.cache
+def _tls_context(
+    mode: str, root: str, root_exists: bool, cert: str | None, key: str, password: str | None
+) -> ssl.SSLContext:
     verify = mode in ("verify-ca", "verify-full") or (
-        mode == "require" and (root == "system" or os.path.exists(root))
+        mode == "require" and (root == "system" or root_exists)
     )
     if not verify:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -273,7 +290,7 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
     elif root == "system":
         context = ssl.create_default_context()
     else:
-        if not os.path.exists(root):
+        if not root_exists:
             raise ConfigurationError(
                 f'root certificate file "{root}" does not exist; give sslrootcert '
                 f"or use sslmode=require to skip server certificate verification"
@@ -282,12 +299,10 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
     if verify:
         context.check_hostname = mode == "verify-full"
     # libpq sends a client certificate only if the file exists, named or the default one.
-    cert = params.get("sslcert") or str(home / "postgresql.crt")
-    if os.path.exists(cert):
-        key = params.get("sslkey") or str(home / "postgresql.key")
+    if cert is not None:
         if not os.path.exists(key):
             raise ConfigurationError(f'certificate present, but not private key file "{key}"')
-        _load(cert, lambda: context.load_cert_chain(cert, key, password=params.get("sslpassword")))
+        _load(cert, lambda: context.load_cert_chain(cert, key, password=password))
     return context
 
 
