@@ -1,0 +1,150 @@
+"""Container start and image size: the waitfor image against a busybox-static image, one run.
+
+``podman run`` of a ready TCP target with the waitfor image, and with busybox's ``nc`` from an
+image made here of Debian's busybox-static package alone (``FROM scratch`` + one static binary:
+the smallest image that can check a port). Rounds alternate the two so load drifts hit both.
+
+Usage: bench/image [--runs N]   (writes docs/bench/image.md and image.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.servers import free_port, tcp_listener
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
+BUSYBOX = "localhost/waitfor-bench-busybox:latest"
+OUT = ROOT / "docs" / "bench"
+
+
+def podman(
+    *args: str, check: bool = True, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["podman", *args], env=ENV, check=check, capture_output=True, timeout=timeout
+    )
+
+
+def busybox_image() -> str:
+    """Debian's busybox-static as the only file of an image (made once, kept like the base)."""
+    if podman("image", "exists", BUSYBOX, check=False).returncode == 0:
+        return BUSYBOX
+    with tempfile.TemporaryDirectory(prefix="waitfor-bench-busybox-") as tmp:
+        subprocess.run(["apt-get", "download", "busybox-static"], cwd=tmp, check=True)
+        [deb] = Path(tmp).glob("busybox-static_*.deb")
+        subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/root"], check=True)
+        with tarfile.open(f"{tmp}/root.tar", "w") as tar:
+            tar.add(f"{tmp}/root/bin/busybox", "bin/busybox")
+        podman("import", "--change", 'ENTRYPOINT ["/bin/busybox"]', f"{tmp}/root.tar", BUSYBOX)
+    return BUSYBOX
+
+
+def size(image: str) -> int:
+    return int(podman("image", "inspect", image, "--format", "{{.Size}}").stdout)
+
+
+def gzipped_size(image: str) -> int:
+    """The image as a registry would ship it: its layers, gzipped."""
+    archive = podman("image", "save", "--format=docker-archive", image, timeout=300).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        layers = [
+            tar.extractfile(m) for m in tar.getmembers() if m.isfile() and m.name.endswith(".tar")
+        ]
+        return sum(len(gzip.compress(layer.read(), 6)) for layer in layers if layer)
+
+
+def timed(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, env=ENV, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def measure(waitfor: str, busybox: str, runs: int) -> dict[str, Any]:
+    port = free_port()
+    run = ["podman", "run", "--rm", "--network=host", "--read-only"]
+    commands = {
+        "waitfor image: waitfor tcp://…": [*run, waitfor, "-q", f"tcp://127.0.0.1:{port}"],
+        "busybox-static image: nc": [*run, busybox, "nc", "-w", "2", "127.0.0.1", str(port)],
+        "busybox-static image: true": [*run, busybox, "true"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with tcp_listener(port):
+        for argv in commands.values():
+            timed(argv)  # warm the page cache and podman's storage once
+        for _ in range(runs):
+            for name, argv in commands.items():
+                times[name].append(timed(argv))
+    starts = {
+        name: {
+            "median": statistics.median(values),
+            "p90": statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0],
+        }
+        for name, values in times.items()
+    }
+    [wf, nc, _] = starts.values()
+    return {
+        "runs": runs,
+        "start": starts,
+        "ratio waitfor/nc (medians)": wf["median"] / nc["median"],
+        "sizes": {
+            waitfor: {"bytes": size(waitfor), "gzipped": gzipped_size(waitfor)},
+            busybox: {"bytes": size(busybox), "gzipped": gzipped_size(busybox)},
+        },
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [
+        "# Container start and image size",
+        "",
+        f"`podman run --rm --network=host --read-only` of a ready TCP target, {results['runs']} "
+        "alternating rounds (`bench/image`):",
+        "",
+        "| container | median | p90 |",
+        "| --- | --- | --- |",
+    ]
+    for name, start in results["start"].items():
+        lines.append(f"| {name} | {start['median'] * 1000:.0f} ms | {start['p90'] * 1000:.0f} ms |")
+    lines += [
+        "",
+        f"waitfor / busybox nc: **{results['ratio waitfor/nc (medians)']:.2f}x** (medians)",
+        "",
+        "| image | size | gzipped |",
+        "| --- | --- | --- |",
+    ]
+    for name, sizes in results["sizes"].items():
+        lines.append(
+            f"| {name} | {sizes['bytes'] / 1e6:.1f} MB | {sizes['gzipped'] / 1e6:.1f} MB |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--image", required=True, help="the waitfor image (images/build)")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    results = measure(args.image, busybox_image(), args.runs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "image.json").write_text(json.dumps(results, indent=1))
+    (args.out / "image.md").write_text(table(results))
+    print(table(results), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
