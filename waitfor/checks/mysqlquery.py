@@ -73,6 +73,11 @@ def _login_and_query(
     target: Target, options: MysqlOptions, sock: socket.socket, context: ssl.SSLContext | None
 ) -> Outcome:
     import pymysql  # only query-mode targets pay for the driver
+    from pymysql import _auth
+
+    from waitfor.checks import mysqlrsa
+
+    mysqlrsa.install(_auth)  # MySQL 8 logins without TLS, without cryptography
 
     params = dict(target.params)
     timeout = sock.gettimeout() or 1.0
