@@ -112,7 +112,8 @@ def install_venv(venv: Path, site: Path, root: Path) -> None:
         shutil.rmtree(cache)
     # ddir: tracebacks name the files where they are in the image
     compileall.compile_dir(packages, ddir=str(site), quiet=1, legacy=True, workers=0)
-    for pattern in ("*.py", "*.pyi"):
+    # RECORD lists files for pip, which is not in the image; METADATA and entry points stay
+    for pattern in ("*.py", "*.pyi", "*.dist-info/RECORD"):
         for source in packages.rglob(pattern):
             source.unlink()
 
