@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -146,7 +147,8 @@ def test_dependency_that_never_comes_times_out(image: str) -> None:
     )
     assert result.returncode == 124
     assert time.monotonic() - started < 15
-    assert f"waitfor: tcp://127.0.0.1:{port} still not ready after 2.00s" in result.stderr
+    # the time is measured: a loaded machine may print 2.01s
+    assert re.search(rf"tcp://127.0.0.1:{port} still not ready after 2\.\d\ds", result.stderr)
     assert "connection refused" in result.stderr
 
 
