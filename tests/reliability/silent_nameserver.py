@@ -62,7 +62,8 @@ def silent_nameserver(directory: Path) -> Iterator[SilentNameserver]:
         sock.close()
         raise RuntimeError("no free 127.x address for the silent nameserver")
     resolv_conf = directory / "resolv.conf"
-    resolv_conf.write_text(f"nameserver {address}\nsearch {SEARCH}\noptions ndots:5\n")
+    options = "ndots:5 timeout:5 attempts:2"  # Kubernetes' ndots; glibc's defaults spelled out
+    resolv_conf.write_text(f"nameserver {address}\nsearch {SEARCH}\noptions {options}\n")
     server = SilentNameserver(address, resolv_conf)
     sock.settimeout(0.05)
     stop = threading.Event()

@@ -85,8 +85,9 @@ def test_the_deadline_holds_and_names_the_nameserver(
     deadline = datetime.fromisoformat(records[0]["time"]).timestamp() + 1.0
     OVERSHOOT[kind] = ended - deadline
     assert re.fullmatch(no_answer(nameserver), records[-1]["reason"]), records[-1]
-    # glibc alone: 5 s per try, 2 tries, 4 names; before the fix the exit came 6-40 s late
-    assert ended - deadline < 0.5
+    # Before the fix the exit waited for glibc: `timeout:5` per query, so at least 4 s late (20 s
+    # with this search list). What remains is interpreter teardown, slow only on a busy machine.
+    assert ended - deadline < 2.0
 
 
 def test_every_attempt_says_what_it_waited_for(nameserver: SilentNameserver) -> None:
