@@ -49,15 +49,18 @@ class Passed:
         self.targets: Sequence[str] = ()
         self.kwargs: dict[str, Any] = {}
 
-    async def __call__(self, *targets: str, **kwargs: Any) -> list[object]:
+    def __call__(self, *targets: str, **kwargs: Any) -> Passed:  # as api.Wait(...)
         self.targets, self.kwargs = targets, kwargs
+        return self
+
+    def ready_now(self) -> list[object]:
         return []
 
 
 @pytest.fixture
 def passed(monkeypatch: pytest.MonkeyPatch) -> Passed:
     recorder = Passed()
-    monkeypatch.setattr(api, "wait_for_async", recorder)
+    monkeypatch.setattr(api, "Wait", recorder)
     return recorder
 
 

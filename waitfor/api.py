@@ -7,6 +7,8 @@ should cost what the CLI's start-up costs.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +23,92 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
+
+
+class Wait:
+    """One wait, validated and ready to run: the first attempt without the event loop, then all.
+
+    :func:`wait_for` and the CLI call :meth:`ready_now` first: when every target is ready at
+    once (the common case for an init container) the wait ends there, without importing
+    asyncio. Otherwise :meth:`run` waits as usual, against the same deadline and clock.
+    """
+
+    def __init__(
+        self,
+        *targets: str | Target,
+        timeout: float | str | None = DEFAULT_TIMEOUT,
+        attempt_timeout: float | str = DEFAULT_ATTEMPT_TIMEOUT,
+        invert: bool = False,
+        backoff: Backoff | None = None,
+        on_event: EventHandler | None = None,
+        reporter: Reporter | None = None,
+        defaults: Mapping[str, str] | None = None,
+    ) -> None:
+        self.targets = _targets(targets, defaults)
+        self.timeout = _deadline(timeout)
+        self.attempt_timeout = _seconds(attempt_timeout, "attempt_timeout")
+        self.invert = invert
+        self.backoff = backoff or Backoff()
+        self.on_event = on_event
+        self.reporter = reporter
+        self.started: float | None = None
+        self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
+
+    def ready_now(self) -> list[TargetResult] | None:
+        """Every target's result if a first, synchronous attempt finds them all ready, else None.
+
+        Nothing is reported unless all are ready; then the events and lines are the ones the
+        runner would have produced. Inverted waits, and kinds without a synchronous probe, are
+        left to :meth:`run`.
+        """
+        from waitfor import quickstart
+
+        started = self._begin()
+        if self.invert:
+            return None
+        budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
+        results = quickstart.all_ready_now(
+            self.targets, started=started, budget=budget, emit=self._emit
+        )
+        self.spent = time.monotonic() - started
+        if results is not None and self.reporter is not None:
+            self.reporter.finish(results)
+        return results
+
+    async def run(self) -> list[TargetResult]:
+        """Wait until every target is ready (``invert``: down), on the event loop."""
+        from waitfor.runner import run
+
+        self._begin()
+        try:
+            results = await run(
+                self.targets,
+                timeout=self.timeout,
+                attempt_timeout=self.attempt_timeout,
+                backoff=self.backoff,
+                invert=self.invert,
+                on_event=self._emit,
+                spent=self.spent,
+            )
+        except WaitTimeout as exc:
+            if self.reporter is not None:
+                self.reporter.finish(exc.results)
+            raise
+        if self.reporter is not None:
+            self.reporter.finish(results)
+        return results
+
+    def _begin(self) -> float:
+        if self.started is None:
+            self.started = time.monotonic()
+            if self.reporter is not None:
+                self.reporter.begin(self.targets, self.timeout)
+        return self.started
+
+    def _emit(self, event: Event) -> None:
+        for handler in (self.reporter, self.on_event):
+            if handler is not None:
+                handler(event)
 
 
 async def wait_for_async(
@@ -40,35 +128,17 @@ async def wait_for_async(
     passes, :class:`~waitfor.errors.UsageError` for bad input, :class:`~waitfor.errors.CheckFailed`
     when a check cannot succeed by retrying.
     """
-    from waitfor.runner import run
-
-    parsed = _targets(targets, defaults)
-    deadline = _deadline(timeout)
-    per_attempt = _seconds(attempt_timeout, "attempt_timeout")
-
-    def handle(event: Event) -> None:
-        for handler in (reporter, on_event):
-            if handler is not None:
-                handler(event)
-
-    if reporter is not None:
-        reporter.begin(parsed, deadline)
-    try:
-        results = await run(
-            parsed,
-            timeout=deadline,
-            attempt_timeout=per_attempt,
-            backoff=backoff or Backoff(),
-            invert=invert,
-            on_event=handle,
-        )
-    except WaitTimeout as exc:
-        if reporter is not None:
-            reporter.finish(exc.results)
-        raise
-    if reporter is not None:
-        reporter.finish(results)
-    return results
+    wait = Wait(
+        *targets,
+        timeout=timeout,
+        attempt_timeout=attempt_timeout,
+        invert=invert,
+        backoff=backoff,
+        on_event=on_event,
+        reporter=reporter,
+        defaults=defaults,
+    )
+    return await wait.run()
 
 
 def wait_for(
@@ -82,29 +152,38 @@ def wait_for(
     defaults: Mapping[str, str] | None = None,
 ) -> list[TargetResult]:
     """Blocking form of :func:`wait_for_async`; not for use inside a running event loop."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+    if _in_event_loop():
         raise UsageError(
             "wait_for() blocks and cannot run inside a running event loop; "
             "use 'await wait_for_async(...)' there"
         )
-    return asyncio.run(
-        wait_for_async(
-            *targets,
-            timeout=timeout,
-            attempt_timeout=attempt_timeout,
-            invert=invert,
-            backoff=backoff,
-            on_event=on_event,
-            reporter=reporter,
-            defaults=defaults,
-        )
+    wait = Wait(
+        *targets,
+        timeout=timeout,
+        attempt_timeout=attempt_timeout,
+        invert=invert,
+        backoff=backoff,
+        on_event=on_event,
+        reporter=reporter,
+        defaults=defaults,
     )
+    results = wait.ready_now()
+    if results is not None:
+        return results
+    import asyncio
+
+    return asyncio.run(wait.run())
+
+
+def _in_event_loop() -> bool:
+    asyncio = sys.modules.get("asyncio")  # not imported: no loop can be running
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _targets(targets: Sequence[str | Target], defaults: Mapping[str, str] | None) -> list[Target]:

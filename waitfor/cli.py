@@ -6,7 +6,6 @@ targets are ready; it replaces waitfor's process, so it gets signals and exit co
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import shlex
@@ -195,7 +194,7 @@ def cli(
         defaults["resolv_conf"] = resolv_conf
     backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
     reporter = make_reporter("quiet" if quiet else output, sys.stderr)
-    wait = api.wait_for_async(
+    wait = api.Wait(
         *targets,
         timeout=timeout or None,
         attempt_timeout=attempt_timeout,
@@ -204,13 +203,15 @@ def cli(
         reporter=reporter,
         defaults=defaults,
     )
-    run_until_signal(wait)
+    if wait.ready_now() is None:  # all ready at once: no event loop, no asyncio import
+        run_until_signal(wait.run())
     if command:
         exec_command(command)
 
 
 def run_until_signal(coroutine: Any) -> Any:
     """Run the wait; SIGINT/SIGTERM cancel it (pending attempts included) and raise Interrupted."""
+    import asyncio  # only a wait that was not over at its first attempt needs the event loop
 
     async def main() -> Any:
         loop = asyncio.get_running_loop()

@@ -48,10 +48,15 @@ async def run(
     invert: bool = False,
     on_event: EventHandler | None = None,
     rng: random.Random | None = None,
+    spent: float = 0.0,
 ) -> list[TargetResult]:
-    """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever."""
+    """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
+
+    ``spent`` is how long this wait already took before the loop ran (a synchronous first
+    attempt, :mod:`waitfor.quickstart`): it counts against the deadline and in elapsed times.
+    """
     loop = asyncio.get_running_loop()
-    start = loop.time()
+    start = loop.time() - spent
     deadline = None if timeout is None else start + timeout
     emit = on_event or (lambda event: None)
     rng = rng or random.Random()

@@ -6,12 +6,15 @@ shows after the (redacted) target. Nothing here knows a kind.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from waitfor import redaction
 
+# What ipaddress.IPv4Address accepts (dotted decimal, no leading zeros), without importing it.
+_IPV4 = re.compile(
+    r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+)
 _HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
 
 
@@ -32,6 +35,8 @@ def host(parts: SplitResult) -> str:
     if not name:
         raise ValueError("missing host")
     if hostport.startswith("["):
+        import ipaddress  # only IPv6 literals need it: cold start counts
+
         name = unquote(name)  # a zone: [fe80::1%25eth0]
         try:
             ipaddress.IPv6Address(name)
@@ -39,10 +44,8 @@ def host(parts: SplitResult) -> str:
             raise ValueError(f"invalid IPv6 address {name!r}") from None
         return name
     if re.fullmatch(r"[\d.]+", name):
-        try:
-            ipaddress.IPv4Address(name)
-        except ValueError:
-            raise ValueError(f"invalid IPv4 address {name!r}") from None
+        if not _IPV4.fullmatch(name):
+            raise ValueError(f"invalid IPv4 address {name!r}")
         return name
     return dns_name(unquote(name), "host name")
 

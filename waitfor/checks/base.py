@@ -43,6 +43,11 @@ What a kind provides (everything but ``probe`` has a working default)::
 
         async def aclose(self) -> None: ...   # release what is held between probes
 
+        def probe_now(self, budget: float) -> Outcome | None:
+            # optional: a synchronous first attempt for a fast cold start (no asyncio);
+            # the ready Outcome that probe() would give, else None (see waitfor.quickstart)
+            ...
+
 ``Address(host, port, display, secrets, params)``: ``display`` is built from the parsed parts with
 secrets left out (``mysql://root:***@db:3306/app``; ``waitfor.redaction.userinfo`` / ``query``
 help), ``secrets`` lists the credential values (nothing searches output for them: reasons and
@@ -180,6 +185,15 @@ class Check(ABC):
     @abstractmethod
     async def probe(self, budget: float) -> Outcome:
         """Probe once. ``budget`` is the seconds this attempt may take (the runner enforces it)."""
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        """A first attempt made synchronously, before the event loop exists (a cold start).
+
+        Return the outcome only when the target is *ready* within ``budget``; None otherwise
+        (the runner then makes the attempt that counts). It must give exactly what ``probe``
+        would, must not import asyncio, and releases whatever it opens. Optional: None.
+        """
+        return None
 
     async def aclose(self) -> None:  # noqa: B027 - most checks hold nothing between probes
         """Release anything held between probes."""

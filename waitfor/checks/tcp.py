@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from waitfor import urls
 from waitfor.checks.base import Address, Check, Outcome, describe_os_error, host_port
+
+if TYPE_CHECKING:
+    import socket
 
 
 class TcpCheck(Check):
@@ -23,6 +28,16 @@ class TcpCheck(Check):
     async def probe(self, budget: float) -> Outcome:
         return await connect_any(self.target.host, self.target.port or 0, budget)
 
+    def probe_now(self, budget: float) -> Outcome | None:
+        from waitfor.checks import netnow
+
+        host, port = self.target.host, self.target.port or 0
+        sock = netnow.connect(host, port, budget)
+        if sock is None:
+            return None
+        outcome = _connected(sock, host, port)
+        return outcome if outcome.ready else None
+
 
 async def connect_any(host: str, port: int, budget: float) -> Outcome:
     """Try every address ``host`` resolves to, in order, sharing ``budget`` between them."""
@@ -32,6 +47,11 @@ async def connect_any(host: str, port: int, budget: float) -> Outcome:
         sock = await net.connect(host, port, budget)
     except net.NetError as exc:
         return Outcome.down(str(exc))
+    return _connected(sock, host, port)
+
+
+def _connected(sock: socket.socket, host: str, port: int) -> Outcome:
+    """Ready, naming the address that accepted; the socket is closed either way."""
     try:
         peer = sock.getpeername()
         return Outcome.up(f"connected to {host_port(str(peer[0]), int(peer[1]))}")

@@ -1,0 +1,165 @@
+"""The synchronous first attempt (waitfor.quickstart) gives exactly what the runner gives.
+
+Every input the quick path accepts (ready targets of kinds with ``probe_now``) is run through the
+CLI twice, in this process: as shipped, and with the quick path switched off so the event loop
+runs the wait. Exit code, the command exec'd and every line (timings aside) must be the same.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, redirect_stderr
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.servers import free_port, tcp_listener
+from waitfor import cli, quickstart
+from waitfor.events import Event
+from waitfor.targets import parse_target
+
+_TIMING = re.compile(r"\d+\.\d+s")
+
+
+@pytest.fixture(scope="module")
+def ports() -> Iterator[dict[str, int]]:
+    """Listening ports: IPv4 (twice) and IPv6 loopback."""
+    with ExitStack() as stack:
+        v4, other = free_port(), free_port()
+        v6 = free_port(socket.AF_INET6, "::1")
+        stack.enter_context(tcp_listener(v4))
+        stack.enter_context(tcp_listener(other))
+        stack.enter_context(tcp_listener(v6, host="::1"))
+        yield {"v4": v4, "other": other, "v6": v6}
+
+
+def run_cli(argv: list[str], quick: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    """(exit code, command exec'd, stderr lines) of one in-process CLI run."""
+    execd: list[list[str]] = []
+
+    def no_exec(command: list[str]) -> None:
+        execd.append(list(command))
+        raise SystemExit(0)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "exec_command", no_exec)
+        if not quick:
+            patch.setattr(quickstart, "all_ready_now", lambda *a, **k: None)
+        err = io.StringIO()
+        with redirect_stderr(err), pytest.raises(SystemExit) as info:
+            cli.main(argv)
+    return info.value.code, execd, err.getvalue().splitlines()
+
+
+def normalized(lines: list[str], json_lines: bool) -> tuple[Any, ...]:
+    """Timings out; concurrent targets may turn ready in any order on the event loop."""
+    if json_lines:
+        records = [json.loads(line) for line in lines]
+        for record in records:
+            record.pop("time", None)
+            record.pop("elapsed", None)
+        rows = [json.dumps(r, sort_keys=True) for r in records]
+    else:
+        rows = [_TIMING.sub("Ts", line) for line in lines]
+    summaries = [r for r in rows if '"summary"' in r or " ready after " in r]
+    others = [r for r in rows if r not in summaries]
+    return (others[:1], sorted(others[1:]), summaries)
+
+
+TARGETS = st.lists(
+    st.sampled_from(
+        [
+            "tcp://127.0.0.1:{v4}",
+            "tcp://localhost:{v4}",
+            "TCP://127.0.0.1:{other}/",
+            "tcp://[::1]:{v6}",
+            "tcp://127.0.0.1:{other}",
+        ]
+    ),
+    min_size=1,
+    max_size=3,
+)
+OPTIONS = st.lists(
+    st.sampled_from(
+        [
+            ["-o", "text"],
+            ["-o", "json"],
+            ["-q"],
+            ["-t", "0"],
+            ["-t", "90s"],
+            ["--attempt-timeout", "0.5"],
+            ["--max-interval", "1s"],
+        ]
+    ),
+    max_size=3,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(targets=TARGETS, options=OPTIONS, command=st.sampled_from([[], ["--", "true", "a b"]]))
+def test_the_quick_path_gives_exactly_what_the_runner_gives(
+    ports: dict[str, int],
+    monkeypatch: pytest.MonkeyPatch,
+    targets: list[str],
+    options: list[list[str]],
+    command: list[str],
+) -> None:
+    argv = [word for option in options for word in option]
+    argv += [t.format(**ports) for t in targets] + command
+    quick = run_cli(argv, True, monkeypatch)
+    full = run_cli(argv, False, monkeypatch)
+    assert quick[:2] == full[:2]
+    assert quick[0] == 0
+    outputs = [o[1] for o in options if o[0] == "-o"]
+    json_lines = bool(outputs) and outputs[-1] == "json" and ["-q"] not in options
+    assert normalized(quick[2], json_lines) == normalized(full[2], json_lines)
+
+
+def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, int]) -> None:
+    ready = parse_target(f"tcp://127.0.0.1:{ports['v4']}")
+    refused = parse_target(f"tcp://127.0.0.1:{free_port()}")
+    https = parse_target(f"https://127.0.0.1:{ports['v4']}/")  # no probe_now: event loop only
+    for targets in ([ready, refused], [refused, ready], [ready, https]):
+        events: list[Event] = []
+        now = time.monotonic()
+        assert quickstart.all_ready_now(targets, started=now, budget=5, emit=events.append) is None
+        assert events == []
+    events = []
+    now = time.monotonic()
+    results = quickstart.all_ready_now([ready, ready], started=now, budget=5, emit=events.append)
+    assert results is not None
+    assert [r.reason for r in results] == [f"connected to 127.0.0.1:{ports['v4']}"] * 2
+    assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
+
+
+def test_a_ready_run_never_imports_asyncio(ports: dict[str, int], tmp_path: Path) -> None:
+    listing = tmp_path / "modules"
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
+        "from waitfor.cli import main\n"
+        "main(sys.argv[2:])\n"
+    )
+    target = f"tcp://127.0.0.1:{ports['v4']}"
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(listing), target],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    imported = set(listing.read_text().split())
+    assert "waitfor.checks.tcp" in imported
+    assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.checks.net"}
