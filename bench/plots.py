@@ -24,6 +24,9 @@ PEERS = {  # waitfor's figure -> the peer it is compared with
 }
 
 
+WAIT_FOR_IT = "wait-for-it tcp"  # the yardstick: every kind's start-up against it
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
@@ -41,14 +44,18 @@ def tables(r: dict[str, Any]) -> str:
         "",
         "![cold start](cold_start.png)",
         "",
-        "| tool | median | p10-p90 | ratio |",
-        "| --- | --- | --- | --- |",
+        "| tool | median | p10-p90 | ratio to its peer | ratio to wait-for-it |",
+        "| --- | --- | --- | --- | --- |",
     ]
     cold = r["cold_start"]
+    wfi = cold.get(WAIT_FOR_IT, {}).get("median")
     for tool, v in cold.items():
         peer = PEERS.get(tool)
         ratio = f"{v['median'] / cold[peer]['median']:.2f}x {peer}" if peer else ""
-        out.append(f"| {tool} | {ms(v['median'])} | {ms(v['p10'])}-{ms(v['p90'])} | {ratio} |")
+        to_wfi = f"{v['median'] / wfi:.2f}x" if wfi and tool.startswith("waitfor") else ""
+        out.append(
+            f"| {tool} | {ms(v['median'])} | {ms(v['p10'])}-{ms(v['p90'])} | {ratio} | {to_wfi} |"
+        )
     out += [
         "",
         "## Detection latency (waiter exit minus the moment the dependency was ready)",

@@ -84,6 +84,10 @@ TARGETS = st.lists(
             "TCP://127.0.0.1:{other}/",
             "tcp://[::1]:{v6}",
             "tcp://127.0.0.1:{other}",
+            # the machine's PostgreSQL (trust): a ping needs no credentials
+            "postgresql://127.0.0.1:5432/postgres",
+            "postgres://nosuchuser@localhost:5432/nodb?sslmode=disable",
+            "host=/var/run/postgresql dbname=postgres#mode=ping",
         ]
     ),
     min_size=1,
@@ -144,7 +148,10 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, i
     assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
 
 
-def test_a_ready_run_never_imports_asyncio(ports: dict[str, int], tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["tcp", "postgres"])
+def test_a_ready_run_never_imports_asyncio(
+    ports: dict[str, int], tmp_path: Path, kind: str
+) -> None:
     listing = tmp_path / "modules"
     script = (
         "import atexit, sys\n"
@@ -152,7 +159,10 @@ def test_a_ready_run_never_imports_asyncio(ports: dict[str, int], tmp_path: Path
         "from waitfor.cli import main\n"
         "main(sys.argv[2:])\n"
     )
-    target = f"tcp://127.0.0.1:{ports['v4']}"
+    target = {
+        "tcp": f"tcp://127.0.0.1:{ports['v4']}",
+        "postgres": "postgresql://127.0.0.1:5432/postgres?sslmode=disable",
+    }[kind]
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), target],
         capture_output=True,
@@ -161,5 +171,5 @@ def test_a_ready_run_never_imports_asyncio(ports: dict[str, int], tmp_path: Path
     )
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
-    assert "waitfor.checks.tcp" in imported
+    assert f"waitfor.checks.{kind}" in imported
     assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.checks.net"}

@@ -21,17 +21,18 @@ AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockadd
 def connect(host: str, port: int, budget: float) -> socket.socket | None:
     """A connected (blocking) socket to the first of ``host``'s addresses that accepts in time."""
     deadline = time.monotonic() + budget
-    for family, kind, proto, sockaddr in _resolve(host, port, budget) or []:
+    for address in resolve(host, port, budget) or []:
         left = deadline - time.monotonic()
         if left <= 0:
             return None
-        sock = _connect(family, kind, proto, sockaddr, left)
+        sock = connect_address(address, left)
         if sock is not None:
             return sock
     return None
 
 
-def _resolve(host: str, port: int, budget: float) -> list[AddrInfo] | None:
+def resolve(host: str, port: int, budget: float) -> list[AddrInfo] | None:
+    """Every address of ``host``, in getaddrinfo's order; None if not known within ``budget``."""
     # bytes: a str host would load the IDNA codec, and parsed hosts are ASCII already
     name: str | bytes = host.encode("ascii") if host.isascii() else host
     try:  # an IP literal needs no lookup (as net._literal)
@@ -62,9 +63,9 @@ def _lookup(host: str | bytes, port: int, budget: float) -> list[AddrInfo] | Non
     return found[0] if found else None
 
 
-def _connect(
-    family: int, kind: int, proto: int, sockaddr: tuple[Any, ...], timeout: float
-) -> socket.socket | None:
+def connect_address(address: AddrInfo, timeout: float) -> socket.socket | None:
+    """A connected blocking socket, or None if the address did not accept within ``timeout``."""
+    family, kind, proto, sockaddr = address
     try:
         sock = socket.socket(family, kind, proto)
     except OSError:

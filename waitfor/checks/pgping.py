@@ -17,24 +17,25 @@ address a name resolves to is tried in order, sharing the attempt's time.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import ipaddress
-import math
 import os
 import socket
-import ssl
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from waitfor.checks import net
 from waitfor.checks.base import describe_os_error
 from waitfor.pgconninfo import Endpoint, endpoints
+
+if TYPE_CHECKING:  # the event loop's pieces and ssl are imported where used: see ping_now
+    import asyncio
+    import ssl
+
+    from waitfor.checks import net
 
 SSL_REQUEST = struct.pack("!ii", 8, 80877103)
 PROTOCOL_3_0 = 196608
@@ -60,7 +61,7 @@ class ConfigurationError(Exception):
     """A client-side setting that makes every attempt fail (e.g. a missing root certificate)."""
 
 
-TlsContext = Callable[[], ssl.SSLContext]
+TlsContext = Callable[[], "ssl.SSLContext"]
 
 
 async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult:
@@ -70,6 +71,10 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
     target by the caller: loading CAs is not free; and only when a server agrees to TLS, as
     libpq reads certificate files only then).
     """
+    import asyncio
+
+    from waitfor.checks import net
+
     deadline = time.monotonic() + budget
     connect_timeout = _connect_timeout(params)
     addresses: list[tuple[Endpoint, str | net.Address]] = []  # socket path or resolved address
@@ -101,7 +106,7 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
             share = min(share, connect_timeout)
         try:
             async with asyncio.timeout(max(share, 0.0)):
-                result = await _ping_address(endpoint, address, params, tls)
+                result = await _ping_address(endpoint, address, params, tls, _loop_channel)
         except TimeoutError:
             result = PingResult(Ping.NO_RESPONSE, f"timed out after {share:.1f}s")
         if result.status is Ping.OK:
@@ -111,41 +116,62 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
     return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
 
 
+class _Channel(Protocol):
+    """A connection the conversation runs over: on the event loop, or blocking (ping_now)."""
+
+    async def send(self, data: bytes) -> None: ...
+    async def recv(self, size: int) -> bytes: ...  # at most size bytes; b"" at the end
+    async def readexactly(self, size: int) -> bytes: ...  # _Closed at the end
+    async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None: ...
+    def unread_data(self) -> bool: ...
+    def close(self) -> None: ...
+
+
+class _Closed(Exception):
+    """The server closed the connection before the conversation was over."""
+
+
+OpenChannel = Callable[[Any], Awaitable["_Channel"]]
+
+
 async def _ping_address(
-    endpoint: Endpoint, address: str | net.Address, params: dict[str, str], tls: TlsContext
+    endpoint: Endpoint, address: Any, params: dict[str, str], tls: TlsContext, open: OpenChannel
 ) -> PingResult:
     mode = params["sslmode"]
     if mode in ("disable", "allow") or isinstance(address, str):  # libpq: no TLS over sockets
-        return await _attempt(endpoint, address, params, None)
-    result = await _attempt(endpoint, address, params, tls)
+        return await _attempt(endpoint, address, params, None, open)
+    result = await _attempt(endpoint, address, params, tls, open)
     if mode == "prefer" and result.tls_failed:
-        return await _attempt(endpoint, address, params, None)  # libpq retries plain
+        return await _attempt(endpoint, address, params, None, open)  # libpq retries plain
     return result
 
 
 async def _attempt(
-    endpoint: Endpoint, address: str | net.Address, params: dict[str, str], tls: TlsContext | None
+    endpoint: Endpoint,
+    address: Any,
+    params: dict[str, str],
+    tls: TlsContext | None,
+    open: OpenChannel,
 ) -> PingResult:
-    loop = asyncio.get_running_loop()
     try:
-        sock = await _connect(address)
-    except net.ConnectError as exc:
-        return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc.detail}")
+        channel = await open(address)
+    except _ConnectFailed as exc:
+        return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc}")
     except OSError as exc:
         return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
-    writer: asyncio.StreamWriter | None = None
     try:
         if tls is not None:
-            await loop.sock_sendall(sock, SSL_REQUEST)
-            answer = await loop.sock_recv(sock, 1)
+            await channel.send(SSL_REQUEST)
+            answer = await channel.recv(1)
             if answer == b"S":
-                if _unread_data(sock):  # CVE-2021-23222: bytes a man in the middle injected
+                if channel.unread_data():  # CVE-2021-23222: bytes a man in the middle injected
                     return PingResult(
                         Ping.NO_RESPONSE, "received unencrypted data after SSL response"
                     )
-                reader, writer = await asyncio.open_connection(sock=sock)
+                import ssl
+
                 try:
-                    await writer.start_tls(tls(), server_hostname=_sni(endpoint, params))
+                    await channel.start_tls(tls(), _sni(endpoint, params))
                 except (ssl.SSLError, ConnectionError) as exc:
                     reason = f"TLS handshake failed: {_tls_reason(exc)}"
                     return PingResult(Ping.NO_RESPONSE, reason, tls_failed=True)
@@ -161,24 +187,83 @@ async def _attempt(
                     Ping.NO_RESPONSE,
                     f"received invalid response to SSL negotiation: {_char(answer)}",
                 )
-        if writer is None:
-            reader, writer = await asyncio.open_connection(sock=sock)
-        writer.write(_startup_message(params))
-        return await _read_verdict(reader, writer)
-    except (ConnectionError, asyncio.IncompleteReadError):
+        await channel.send(_startup_message(params))
+        return await _read_verdict(channel)
+    except (ConnectionError, _Closed):
         return PingResult(Ping.NO_RESPONSE, "server closed the connection unexpectedly")
     except OSError as exc:
         return PingResult(Ping.NO_RESPONSE, describe_os_error(exc))
     finally:
-        if writer is not None:
-            writer.close()
-        sock.close()
+        channel.close()
 
 
-async def _connect(address: str | net.Address) -> socket.socket:
-    """A connected non-blocking socket: a Unix socket path, or a resolved address."""
+class _ConnectFailed(Exception):
+    """Connecting failed; the message is the detail ("connection refused")."""
+
+
+class _LoopChannel:
+    """On the event loop: the socket until TLS or the start-up message, then asyncio streams."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        import asyncio
+
+        if self.reader is None or self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(sock=self.sock)
+        return self.reader, self.writer
+
+    async def send(self, data: bytes) -> None:
+        if self.writer is not None:
+            self.writer.write(data)
+        else:
+            import asyncio
+
+            await asyncio.get_running_loop().sock_sendall(self.sock, data)
+
+    async def recv(self, size: int) -> bytes:
+        import asyncio
+
+        return await asyncio.get_running_loop().sock_recv(self.sock, size)
+
+    async def readexactly(self, size: int) -> bytes:
+        import asyncio
+
+        reader, _ = await self._streams()
+        try:
+            return await reader.readexactly(size)
+        except asyncio.IncompleteReadError:
+            raise _Closed from None
+
+    async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
+        _, writer = await self._streams()
+        await writer.start_tls(context, server_hostname=server_hostname)
+
+    def unread_data(self) -> bool:
+        return _unread_data(self.sock)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.sock.close()
+
+
+async def _loop_channel(address: str | net.Address) -> _Channel:
+    """A connected channel: a Unix socket path, or a resolved address."""
+    import asyncio
+    import math
+
+    from waitfor.checks import net
+
     if not isinstance(address, str):
-        return await net.connect_address(address, math.inf)  # the caller's timeout bounds it
+        try:
+            sock = await net.connect_address(address, math.inf)  # the caller's timeout bounds it
+        except net.ConnectError as exc:
+            raise _ConnectFailed(exc.detail) from None
+        return _LoopChannel(sock)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
@@ -186,14 +271,109 @@ async def _connect(address: str | net.Address) -> socket.socket:
     except BaseException:
         sock.close()
         raise
-    return sock
+    return _LoopChannel(sock)
 
 
-def _shown(address: str | net.Address) -> str:
+class _BlockingChannel:
+    """A blocking socket with the attempt's deadline: ping_now's conversation never suspends."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock = sock
+        self.deadline = deadline
+
+    def _left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the quick attempt's time is up")
+        return left
+
+    async def send(self, data: bytes) -> None:
+        self.sock.settimeout(self._left())
+        self.sock.sendall(data)
+
+    async def recv(self, size: int) -> bytes:
+        self.sock.settimeout(self._left())
+        return self.sock.recv(size)
+
+    async def readexactly(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = await self.recv(size - len(data))
+            if not chunk:
+                raise _Closed
+            data += chunk
+        return data
+
+    async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
+        self.sock.settimeout(self._left())
+        self.sock = context.wrap_socket(self.sock, server_hostname=server_hostname)
+
+    def unread_data(self) -> bool:
+        return _unread_data(self.sock)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def ping_now(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult | None:
+    """The ping's first attempt without the event loop: its OK result, or None.
+
+    The same conversation as :func:`ping` (the coroutines above, driven synchronously over a
+    blocking socket: they never suspend), for the first endpoint's first address only; anything
+    but OK within ``budget`` is None, and :func:`ping` then makes the attempt that counts.
+    """
+    from waitfor.checks import netnow
+
+    deadline = time.monotonic() + budget
+    endpoint = endpoints(params)[0]
+    if endpoint.is_socket:
+        address: Any = os.path.join(endpoint.address, f".s.PGSQL.{endpoint.port}")
+    else:
+        found = netnow.resolve(endpoint.address, endpoint.port, budget)
+        if not found or (endpoint.address != endpoint.host and not _is_ip(endpoint.address)):
+            return None
+        address = found[0]
+
+    async def open(address: Any) -> _Channel:
+        if isinstance(address, str):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sock.connect(address.replace("@", "\0", 1))
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            connected = netnow.connect_address(address, deadline - time.monotonic())
+            if connected is None:
+                raise _ConnectFailed("no connection in time")
+            sock = connected
+        return _BlockingChannel(sock, deadline)
+
+    try:
+        result = _run_now(_ping_address(endpoint, address, params, tls, open))
+    except (ConfigurationError, OSError):
+        return None
+    return result if result.status is Ping.OK else None
+
+
+def _run_now(coroutine: Any) -> Any:
+    """Run a coroutine that never suspends (it awaits only _BlockingChannel) to its result."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    raise RuntimeError("a blocking ping suspended")
+
+
+def _shown(address: Any) -> str:
     return str(address)
 
 
 def _is_ip(text: str) -> bool:
+    import ipaddress
+
     try:
         ipaddress.ip_address(text)
     except ValueError:
@@ -209,21 +389,21 @@ def _unread_data(sock: socket.socket) -> bool:
         return False
 
 
-async def _read_verdict(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> PingResult:
+async def _read_verdict(channel: _Channel) -> PingResult:
     while True:
-        header = await reader.readexactly(1)
+        header = await channel.readexactly(1)
         if header not in (b"R", b"E", b"N"):
             return PingResult(
                 Ping.NO_RESPONSE,
                 f"expected authentication request from server, but received {_char(header)}",
             )
-        (length,) = struct.unpack("!i", await reader.readexactly(4))
+        (length,) = struct.unpack("!i", await channel.readexactly(4))
         if not 4 <= length <= MAX_MESSAGE:
             return PingResult(Ping.NO_RESPONSE, "invalid message length from server")
-        body = await reader.readexactly(length - 4)
+        body = await channel.readexactly(length - 4)
         if header == b"R":  # any authentication request means the server is accepting
             if body[:4] == b"\0\0\0\0":  # AuthenticationOk (trust): leave politely
-                writer.write(b"X\0\0\0\x04")
+                await channel.send(b"X\0\0\0\x04")
             return PingResult(Ping.OK, "accepting connections")
         if header == b"E":
             fields = _error_fields(body)
@@ -280,6 +460,8 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
 def _tls_context(
     mode: str, root: str, root_exists: bool, cert: str | None, key: str, password: str | None
 ) -> ssl.SSLContext:
+    import ssl
+
     verify = mode in ("verify-ca", "verify-full") or (
         mode == "require" and (root == "system" or root_exists)
     )
@@ -329,6 +511,8 @@ def _connect_error(exc: OSError) -> str:
 
 
 def _tls_reason(exc: BaseException) -> str:
+    import ssl
+
     if isinstance(exc, ssl.SSLCertVerificationError):
         return f"certificate verify failed: {exc.verify_message}"
     if isinstance(exc, ssl.SSLError):

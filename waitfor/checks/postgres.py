@@ -124,6 +124,14 @@ class PostgresCheck(Check):
             return Outcome.up(result.reason)
         return Outcome.down(result.reason)
 
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.options.mode != "ping":
+            return None  # query mode needs psycopg and its event loop
+        from waitfor.checks.pgping import ping_now
+
+        result = ping_now(self.params, budget, lambda: self._tls)
+        return None if result is None else Outcome.up(result.reason)
+
     async def _query(self, budget: float) -> Outcome:
         import asyncio
 
