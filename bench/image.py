@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
 BUSYBOX = "localhost/waitfor-bench-busybox:latest"
 OUT = ROOT / "docs" / "bench"
+PYTHON = "/opt/waitfor/bin/python"
 
 
 def podman(
@@ -79,6 +80,8 @@ def measure(waitfor: str, busybox: str, runs: int) -> dict[str, Any]:
     commands = {
         "waitfor image: waitfor tcp://…": [*run, waitfor, "-q", f"tcp://127.0.0.1:{port}"],
         "busybox-static image: nc": [*run, busybox, "nc", "-w", "2", "127.0.0.1", str(port)],
+        # the interpreter alone: what is left when waitfor imports nothing
+        "waitfor image: python -c pass": [*run, f"--entrypoint={PYTHON}", waitfor, "-c", "pass"],
         "busybox-static image: true": [*run, busybox, "true"],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -95,7 +98,7 @@ def measure(waitfor: str, busybox: str, runs: int) -> dict[str, Any]:
         }
         for name, values in times.items()
     }
-    [wf, nc, _] = starts.values()
+    wf, nc = starts["waitfor image: waitfor tcp://…"], starts["busybox-static image: nc"]
     return {
         "runs": runs,
         "start": starts,
