@@ -148,11 +148,15 @@ class WaitforCommand(click.Command):
     help="Progress on stderr: auto (tty when stderr is a terminal, else text), text, tty, json.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only why the wait failed.")
-@click.option("--insecure", is_flag=True, help="https: skip TLS verification for every target.")
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="TLS targets (https, grpcs, rediss, amqps, ...): skip TLS verification.",
+)
 @click.option(
     "--cacert",
     type=click.Path(exists=True, dir_okay=False),
-    help="https: trust this CA bundle (PEM) for every target.",
+    help="TLS targets (https, grpcs, rediss, amqps, ...): trust this CA bundle (PEM).",
 )
 @click.option(
     "--resolv-conf",
