@@ -18,7 +18,7 @@ import trustme
 from tests.brokers import RabbitNode, RabbitScratch, scripted_peer, tls_terminator
 from tests.conftest import FAST
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.checks import amqp
+from waitfor.checks import amqpwire as amqp
 
 
 @pytest.fixture(scope="module")

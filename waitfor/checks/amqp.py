@@ -1,6 +1,6 @@
 """AMQP 0-9-1 (RabbitMQ): ``amqp://[user[:password]@]host[:port][/vhost]``, ``amqps://`` for TLS.
 
-The connection handshake is spoken natively (no client library): protocol header,
+The connection handshake is spoken natively (no client library, see :mod:`.amqpwire`): the header,
 ``Connection.Start``/``Start-Ok`` (PLAIN), ``Tune``/``Tune-Ok``, ``Open``/``Open-Ok`` and, once the
 answer is known, ``Close``/``Close-Ok``, so the broker's connection list keeps nothing behind.
 
@@ -14,21 +14,17 @@ RabbitMQ logs each ping as a connection closed during the handshake.
 
 from __future__ import annotations
 
-import asyncio
-import struct
-import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor import __version__, redaction, urls
+from waitfor import redaction, urls
 from waitfor.checks import tlsconfig
 from waitfor.checks.base import (
     Address,
     Check,
     OptionPairs,
     Outcome,
-    describe_os_error,
     host_port,
     reject_unknown,
     single,
@@ -37,19 +33,8 @@ from waitfor.checks.base import (
 if TYPE_CHECKING:
     import ssl
 
-PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
-FRAME_METHOD, FRAME_HEARTBEAT = 1, 8
-FRAME_END = 0xCE
-MAX_FRAME = 128 * 1024  # RabbitMQ's default frame_max; the handshake frames are far smaller
-START, START_OK, SECURE, TUNE, TUNE_OK = (10, 10), (10, 11), (10, 20), (10, 30), (10, 31)
-OPEN, OPEN_OK, CLOSE, CLOSE_OK = (10, 40), (10, 41), (10, 50), (10, 51)
-REPLY_SUCCESS, ACCESS_REFUSED, NOT_ALLOWED = 200, 403, 530
 MODES = ("login", "ping")
 DEFAULT_CREDENTIAL = "guest"
-
-
-class ProtocolError(Exception):
-    """The peer's bytes are not the AMQP we expect: the message says what was wrong."""
 
 
 @dataclass(frozen=True)
@@ -107,231 +92,10 @@ class AmqpCheck(Check):
         return tlsconfig.client_context(options.tls) if self.target.scheme == "amqps" else None
 
     async def probe(self, budget: float) -> Outcome:
-        from waitfor.checks import net
+        from waitfor.checks import amqpwire  # the protocol, and asyncio, only when probing
 
         options: AmqpOptions = self.target.options  # type: ignore[assignment]
-        deadline = time.monotonic() + budget
-        try:
-            reader, writer = await net.open_stream(
-                self.target.host, self.target.port or 5672, budget, tls=self._tls
-            )
-        except net.NetError as exc:
-            return Outcome.down(str(exc))
-        params = dict(self.target.params)
-        try:
-            return await handshake(reader, writer, params, options.mode, deadline)
-        except ProtocolError as exc:
-            return Outcome.down(str(exc))
-        except asyncio.IncompleteReadError:
-            return Outcome.down("the broker closed the connection during the handshake")
-        except OSError as exc:
-            return Outcome.down(f"connection lost: {describe_os_error(exc)}")
-        finally:
-            writer.close()
-
-
-async def handshake(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    params: dict[str, str],
-    mode: str,
-    deadline: float,
-) -> Outcome:
-    writer.write(PROTOCOL_HEADER)
-    method, args = await read_method(reader)
-    if method != START:
-        raise ProtocolError(f"expected Connection.Start, got method {method}")
-    start = parse_start(args)
-    if mode == "ping":
-        return Outcome.up(f"{start.product} answers AMQP")
-    if "PLAIN" not in start.mechanisms:
-        offered = " ".join(start.mechanisms) or "none"
-        return Outcome.fatal(f"the broker does not offer PLAIN login (offers: {offered})")
-    user, password, vhost = params["user"], params["password"], params["vhost"]
-    writer.write(method_frame(START_OK, start_ok(user, password)))
-    method, args = await read_method(reader, after_login=True)
-    if method == CLOSE:
-        return refused(writer, args, vhost)
-    if method == SECURE:
-        raise ProtocolError("the broker sent a login challenge PLAIN does not use")
-    if method != TUNE:
-        raise ProtocolError(f"expected Connection.Tune, got method {method}")
-    channel_max, frame_max, _ = struct.unpack_from("!HIH", args)
-    tune_ok = struct.pack("!HIH", channel_max, frame_max or MAX_FRAME, 0)  # 0: no heartbeats
-    writer.write(method_frame(TUNE_OK, tune_ok))
-    writer.write(method_frame(OPEN, shortstr(vhost) + shortstr("") + b"\0"))
-    method, args = await read_method(reader)
-    if method == CLOSE:
-        return refused(writer, args, vhost)
-    if method != OPEN_OK:
-        raise ProtocolError(f"expected Connection.Open-Ok, got method {method}")
-    await close_politely(reader, writer, deadline)
-    return Outcome.up(f"vhost {vhost!r} open for {user!r} on {start.product}")
-
-
-@dataclass(frozen=True)
-class Start:
-    product: str  # "RabbitMQ 3.10.8"
-    mechanisms: tuple[str, ...]
-
-
-def parse_start(args: bytes) -> Start:
-    try:
-        offset = 2  # version-major, version-minor
-        properties, offset = longstr(args, offset)
-        mechanisms, offset = longstr(args, offset)
-    except (struct.error, ValueError):
-        raise ProtocolError("malformed Connection.Start") from None
-    fields = parse_table(properties)
-    product = " ".join(f for f in (fields.get("product"), fields.get("version")) if f)
-    names = mechanisms.decode("ascii", errors="replace").split()
-    return Start(product or "unnamed broker", tuple(names))
-
-
-def refused(writer: asyncio.StreamWriter, args: bytes, vhost: str) -> Outcome:
-    """The broker sent Connection.Close: say why in its terms, and confirm it (Close-Ok)."""
-    try:
-        code = struct.unpack_from("!H", args)[0]
-        text = shortstr_at(args, 2)[0].decode("utf-8", errors="replace")
-    except (struct.error, ValueError):
-        raise ProtocolError("malformed Connection.Close") from None
-    writer.write(method_frame(CLOSE_OK, b""))
-    detail, lower = text.partition(" - ")[2] or text, text.lower()
-    if code == ACCESS_REFUSED and "login was refused" in lower:
-        return Outcome.down(f"authentication failed ({detail})")
-    if code == NOT_ALLOWED and "vhost" in lower and "not found" in lower:
-        return Outcome.down(f"vhost {vhost!r} not found")
-    if code in (ACCESS_REFUSED, NOT_ALLOWED) and "access to vhost" in lower:
-        return Outcome.down(f"access refused ({detail})")  # permissions are often set late
-    return Outcome.down(f"the broker refused: {text or code}")
-
-
-async def close_politely(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, deadline: float
-) -> None:
-    """Connection.Close, then wait (briefly) for Close-Ok, so the broker ends it cleanly."""
-    writer.write(method_frame(CLOSE, struct.pack("!H", REPLY_SUCCESS) + shortstr("") + b"\0" * 4))
-    wait = min(1.0, max(deadline - time.monotonic() - 0.05, 0.0))
-    try:
-        async with asyncio.timeout(wait):
-            while (await read_method(reader))[0] != CLOSE_OK:
-                pass
-    except (TimeoutError, ProtocolError, asyncio.IncompleteReadError, OSError):
-        pass  # the answer is already known; the broker closes on its side anyway
-
-
-async def read_method(
-    reader: asyncio.StreamReader, *, after_login: bool = False
-) -> tuple[tuple[int, int], bytes]:
-    """The next method frame on channel 0 as ((class, method), arguments); heartbeats skipped."""
-    while True:
-        try:
-            header = await reader.readexactly(7)
-        except asyncio.IncompleteReadError as exc:
-            if after_login and not exc.partial:  # brokers without authentication_failure_close
-                raise ProtocolError("authentication failed (the broker hung up)") from None
-            raise
-        if header[:4] == b"AMQP":
-            rest = header[4:] + await reader.readexactly(1)
-            raise ProtocolError(f"the broker does not speak AMQP 0-9-1 (it offers {rest.hex()})")
-        kind, channel, size = struct.unpack("!BHI", header)
-        if kind not in (FRAME_METHOD, 2, 3, FRAME_HEARTBEAT) or size > MAX_FRAME:
-            raise ProtocolError(f"not an AMQP broker (it answered {header[:4]!r})")
-        payload = await reader.readexactly(size)
-        if (await reader.readexactly(1))[0] != FRAME_END:
-            raise ProtocolError("malformed AMQP frame (no frame-end octet)")
-        if kind == FRAME_HEARTBEAT:
-            continue
-        if kind != FRAME_METHOD or channel != 0 or size < 4:
-            raise ProtocolError(f"unexpected AMQP frame type {kind} on channel {channel}")
-        class_id, method_id = struct.unpack_from("!HH", payload)
-        return (class_id, method_id), payload[4:]
-
-
-def method_frame(method: tuple[int, int], args: bytes) -> bytes:
-    payload = struct.pack("!HH", *method) + args
-    return struct.pack("!BHI", FRAME_METHOD, 0, len(payload)) + payload + bytes([FRAME_END])
-
-
-def start_ok(user: str, password: str) -> bytes:
-    capabilities = table({"authentication_failure_close": True})
-    properties = table(
-        {
-            "product": "waitfor",
-            "version": __version__,
-            "platform": "Python",
-            "connection_name": "waitfor",
-            "capabilities": capabilities,
-        }
-    )
-    response = b"\0" + user.encode() + b"\0" + password.encode()
-    return (
-        struct.pack("!I", len(properties))
-        + properties
-        + shortstr("PLAIN")
-        + struct.pack("!I", len(response))
-        + response
-        + shortstr("en_US")
-    )
-
-
-def shortstr(text: str) -> bytes:
-    data = text.encode()
-    return bytes([len(data)]) + data
-
-
-def shortstr_at(data: bytes, offset: int) -> tuple[bytes, int]:
-    size = data[offset] if offset < len(data) else -1
-    if size < 0 or offset + 1 + size > len(data):
-        raise ValueError("short string past the end")
-    return data[offset + 1 : offset + 1 + size], offset + 1 + size
-
-
-def longstr(data: bytes, offset: int) -> tuple[bytes, int]:
-    (size,) = struct.unpack_from("!I", data, offset)
-    if offset + 4 + size > len(data):
-        raise ValueError("long string past the end")
-    return data[offset + 4 : offset + 4 + size], offset + 4 + size
-
-
-def table(fields: dict[str, object]) -> bytes:
-    """A field table of strings, booleans and nested tables: all Start-Ok needs."""
-    out = b""
-    for key, value in fields.items():
-        out += shortstr(key)
-        if isinstance(value, bool):
-            out += b"t" + bytes([value])
-        elif isinstance(value, bytes):  # an encoded nested table
-            out += b"F" + struct.pack("!I", len(value)) + value
-        else:
-            data = str(value).encode()
-            out += b"S" + struct.pack("!I", len(data)) + data
-    return out
-
-
-# Sizes of the fixed-width field types (RabbitMQ's spelling of the 0-9-1 table types).
-_FIXED = {"t": 1, "b": 1, "B": 1, "s": 2, "u": 2, "I": 4, "i": 4, "l": 8, "f": 4, "d": 8, "T": 8}
-
-
-def parse_table(data: bytes) -> dict[str, str]:
-    """The string fields of a field table; other types are skipped, garbage ends the parse."""
-    fields: dict[str, str] = {}
-    offset = 0
-    try:
-        while offset < len(data):
-            key, offset = shortstr_at(data, offset)
-            kind = chr(data[offset])
-            offset += 1
-            if kind in ("S", "x", "F", "A"):
-                value, offset = longstr(data, offset)
-                if kind == "S":
-                    fields[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-            elif kind in _FIXED:
-                offset += _FIXED[kind]
-            elif kind == "D":
-                offset += 5
-            elif kind != "V":
-                break
-    except (IndexError, ValueError, struct.error):
-        pass
-    return fields
+        address = (self.target.host, self.target.port or 5672)
+        return await amqpwire.probe(
+            address, dict(self.target.params), options.mode, self._tls, budget
+        )
