@@ -17,8 +17,10 @@ import trustme
 
 from tests.brokers import RabbitNode, RabbitScratch, scripted_peer, tls_terminator
 from tests.conftest import FAST
-from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor import CheckFailed, Outcome, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks import amqpwire as amqp
+from waitfor.checks.amqp import AmqpCheck
+from waitfor.checks.conversation import Conversation, Send, run_async
 
 
 @pytest.fixture(scope="module")
@@ -220,17 +222,22 @@ async def _hold_open(url: str, scratch: RabbitScratch, user: str) -> list[str]:
     target = parse_target(url)
     reader, writer = await asyncio.open_connection("127.0.0.1", target.port)
     try:
-        writer.write(amqp.PROTOCOL_HEADER)
-        await amqp.read_method(reader)
-        writer.write(amqp.method_frame(amqp.START_OK, amqp.start_ok(user, "pw")))
-        _, args = await amqp.read_method(reader)
-        writer.write(amqp.method_frame(amqp.TUNE_OK, args[:6] + b"\0\0"))
-        vhost = target.param("vhost") or "/"
-        writer.write(amqp.method_frame(amqp.OPEN, amqp.shortstr(vhost) + b"\0\0"))
-        assert (await amqp.read_method(reader))[0] == amqp.OPEN_OK
+        opened = await run_async(_open_only(user, target.param("vhost") or "/"), reader, writer)
+        assert opened.ready
         return await asyncio.to_thread(scratch.connections, user)
     finally:
         writer.close()
+
+
+def _open_only(user: str, vhost: str) -> Conversation:
+    yield Send(amqp.PROTOCOL_HEADER)
+    yield from amqp.read_method()
+    yield Send(amqp.method_frame(amqp.START_OK, amqp.start_ok(user, "pw")))
+    _, args = yield from amqp.read_method()
+    yield Send(amqp.method_frame(amqp.TUNE_OK, args[:6] + b"\0\0"))
+    yield Send(amqp.method_frame(amqp.OPEN, amqp.shortstr(vhost) + b"\0\0"))
+    method, _ = yield from amqp.read_method()
+    return Outcome.up("open") if method == amqp.OPEN_OK else Outcome.down(str(method))
 
 
 # --- TLS, through a TLS-terminating proxy in front of the shared broker ------------------------
@@ -319,3 +326,26 @@ def test_a_listener_that_never_speaks_times_out() -> None:
             wait_for(f"amqp://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
     assert time.monotonic() - started < 3
     assert info.value.results[0].reason.startswith("timed out")
+
+
+def test_first_attempt_without_the_event_loop_answers_as_the_runner(
+    scratch: RabbitScratch, address: str
+) -> None:
+    """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
+    user, vhost = scratch.name("now"), scratch.name("vhost")
+    scratch.add_user(user, "pw")
+    scratch.add_vhost(vhost)
+    scratch.permit(user, vhost)
+    ready = [
+        f"amqp://{address}",
+        f"amqp://{user}:pw@{address}/{vhost}",
+        f"amqp://{address}#mode=ping",
+    ]
+    not_ready = [f"amqp://{user}:pw@{address}/missing", f"amqp://{user}:bad@{address}/{vhost}"]
+    for url in ready + not_ready:
+        check = AmqpCheck(parse_target(url))
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url
+    assert AmqpCheck(parse_target(f"amqps://{address}")).probe_now(2.0) is None

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import trustme
 from tests.brokers import MOSQUITTO_PORT, Mosquitto, have, listening, scripted_peer
 from tests.conftest import FAST
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.checks.mqtt import MqttCheck
 
 pytestmark = pytest.mark.skipif(
     not have("mosquitto", "mosquitto_passwd", "mosquitto_sub"), reason="mosquitto not installed"
@@ -247,3 +249,19 @@ def test_a_listener_that_never_speaks_times_out() -> None:
             wait_for(f"mqtt://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
     assert time.monotonic() - started < 3
     assert info.value.results[0].reason.startswith("timed out")
+
+
+def test_first_attempt_without_the_event_loop_answers_as_the_runner(mosquitto: MakeBroker) -> None:
+    """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
+    broker = mosquitto(users={"app": "right"})
+    broker.start()
+    address = f"127.0.0.1:{broker.port}"
+    ready = [f"mqtt://app:right@{address}", f"mqtt://{address}#mode=ping"]
+    not_ready = [f"mqtt://app:wrong@{address}", f"mqtt://{address}", "mqtt://127.0.0.1:1"]
+    for url in ready + not_ready:
+        check = MqttCheck(parse_target(url))
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url
+    assert MqttCheck(parse_target(f"mqtts://{address}")).probe_now(2.0) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -14,6 +15,7 @@ import trustme
 from tests.brokers import NATS_PORT, NatsServer, have, listening, scripted_peer
 from tests.conftest import FAST
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.checks.nats import NatsCheck
 
 pytestmark = pytest.mark.skipif(not have("nats-server"), reason="nats-server not installed")
 MakeServer = Callable[..., NatsServer]
@@ -212,3 +214,24 @@ def test_a_listener_that_never_speaks_times_out() -> None:
             wait_for(f"nats://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
     assert time.monotonic() - started < 3
     assert info.value.results[0].reason.startswith("timed out")
+
+
+def test_first_attempt_without_the_event_loop_answers_as_the_runner(nats: MakeServer) -> None:
+    """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
+    server, plain = nats(user="app", password="right"), nats(jetstream=True)
+    server.start()
+    plain.start()
+    address = f"127.0.0.1:{server.port}"
+    ready = [
+        f"nats://app:right@{address}",
+        f"nats://{address}#mode=ping",
+        f"nats://127.0.0.1:{plain.port}#jetstream",
+    ]
+    not_ready = [f"nats://app:wrong@{address}", f"nats://app:right@{address}#jetstream"]
+    for url in ready + not_ready:
+        check = NatsCheck(parse_target(url))
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url
+    assert NatsCheck(parse_target(f"tls://{address}")).probe_now(2.0) is None

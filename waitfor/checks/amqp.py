@@ -99,3 +99,12 @@ class AmqpCheck(Check):
         return await amqpwire.probe(
             address, dict(self.target.params), options.mode, self._tls, budget
         )
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.target.scheme == "amqps":
+            return None  # TLS is the runner's: the first attempt stays free of ssl
+        from waitfor.checks import amqpwire
+
+        options: AmqpOptions = self.target.options  # type: ignore[assignment]
+        address = (self.target.host, self.target.port or 5672)
+        return amqpwire.probe_now(address, dict(self.target.params), options.mode, budget)

@@ -1,19 +1,31 @@
 """AMQP 0-9-1 on the wire: the connection handshake and its polite close, for :mod:`.amqp`.
 
-Imported when an amqp target is probed (it needs asyncio), not when one is parsed.
+Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
+blocking socket for the first attempt before the event loop exists (``probe_now``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import struct
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from waitfor import __version__
-from waitfor.checks import net
 from waitfor.checks.base import Outcome, describe_os_error
+from waitfor.checks.conversation import (
+    Briefly,
+    Closed,
+    Conversation,
+    NotNow,
+    Read,
+    Send,
+    Step,
+    TooLong,
+    run_async,
+    run_blocking,
+)
 
 if TYPE_CHECKING:
     import ssl
@@ -38,16 +50,18 @@ async def probe(
     tls: ssl.SSLContext | None,
     budget: float,
 ) -> Outcome:
+    from waitfor.checks import net
+
     deadline = time.monotonic() + budget
     try:
         reader, writer = await net.open_stream(*address, budget, tls=tls)
     except net.NetError as exc:
         return Outcome.down(str(exc))
     try:
-        return await handshake(reader, writer, params, mode, deadline)
+        return await run_async(handshake(params, mode), reader, writer, deadline=deadline)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
-    except asyncio.IncompleteReadError:
+    except Closed:
         return Outcome.down("the broker closed the connection during the handshake")
     except OSError as exc:
         return Outcome.down(f"connection lost: {describe_os_error(exc)}")
@@ -55,15 +69,28 @@ async def probe(
         writer.close()
 
 
-async def handshake(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    params: dict[str, str],
-    mode: str,
-    deadline: float,
-) -> Outcome:
-    writer.write(PROTOCOL_HEADER)
-    method, args = await read_method(reader)
+def probe_now(
+    address: tuple[str, int], params: dict[str, str], mode: str, budget: float
+) -> Outcome | None:
+    """The same handshake on a blocking socket; None unless ready in time."""
+    from waitfor.checks import netnow
+
+    deadline = time.monotonic() + budget
+    sock = netnow.connect(*address, budget)
+    if sock is None:
+        return None
+    try:
+        outcome = run_blocking(handshake(params, mode), sock, deadline)
+        return outcome if outcome.ready else None  # the runner tells why not
+    except (ProtocolError, Closed, TooLong, NotNow, OSError):  # TimeoutError is an OSError
+        return None
+    finally:
+        sock.close()
+
+
+def handshake(params: dict[str, str], mode: str) -> Conversation:
+    yield Send(PROTOCOL_HEADER)
+    method, args = yield from read_method()
     if method != START:
         raise ProtocolError(f"expected Connection.Start, got method {method}")
     start = parse_start(args)
@@ -73,24 +100,31 @@ async def handshake(
         offered = " ".join(start.mechanisms) or "none"
         return Outcome.fatal(f"the broker does not offer PLAIN login (offers: {offered})")
     user, password, vhost = params["user"], params["password"], params["vhost"]
-    writer.write(method_frame(START_OK, start_ok(user, password)))
-    method, args = await read_method(reader, after_login=True)
+    yield Send(method_frame(START_OK, start_ok(user, password)))
+    method, args = yield from read_method(after_login=True)
     if method == CLOSE:
-        return refused(writer, args, vhost)
+        return (yield from refused(args, vhost))
     if method == SECURE:
         raise ProtocolError("the broker sent a login challenge PLAIN does not use")
     if method != TUNE:
         raise ProtocolError(f"expected Connection.Tune, got method {method}")
     channel_max, frame_max, _ = struct.unpack_from("!HIH", args)
     tune_ok = struct.pack("!HIH", channel_max, frame_max or MAX_FRAME, 0)  # 0: no heartbeats
-    writer.write(method_frame(TUNE_OK, tune_ok))
-    writer.write(method_frame(OPEN, shortstr(vhost) + shortstr("") + b"\0"))
-    method, args = await read_method(reader)
+    opening = method_frame(OPEN, shortstr(vhost) + shortstr("") + b"\0")
+    yield Send(method_frame(TUNE_OK, tune_ok) + opening)
+    method, args = yield from read_method()
     if method == CLOSE:
-        return refused(writer, args, vhost)
+        return (yield from refused(args, vhost))
     if method != OPEN_OK:
         raise ProtocolError(f"expected Connection.Open-Ok, got method {method}")
-    await close_politely(reader, writer, deadline)
+    # Connection.Close, then (briefly) Close-Ok, so the broker ends the connection cleanly
+    yield Send(method_frame(CLOSE, struct.pack("!H", REPLY_SUCCESS) + shortstr("") + b"\0" * 4))
+    yield Briefly(1.0)
+    try:
+        while (yield from read_method())[0] != CLOSE_OK:
+            pass
+    except (TimeoutError, ProtocolError, Closed):
+        pass  # the answer is already known; the broker closes on its side anyway
     return Outcome.up(f"vhost {vhost!r} open for {user!r} on {start.product}")
 
 
@@ -113,14 +147,14 @@ def parse_start(args: bytes) -> Start:
     return Start(product or "unnamed broker", tuple(names))
 
 
-def refused(writer: asyncio.StreamWriter, args: bytes, vhost: str) -> Outcome:
+def refused(args: bytes, vhost: str) -> Generator[Step, bytes, Outcome]:
     """The broker sent Connection.Close: say why in its terms, and confirm it (Close-Ok)."""
     try:
         code = struct.unpack_from("!H", args)[0]
         text = shortstr_at(args, 2)[0].decode("utf-8", errors="replace")
     except (struct.error, ValueError):
         raise ProtocolError("malformed Connection.Close") from None
-    writer.write(method_frame(CLOSE_OK, b""))
+    yield Send(method_frame(CLOSE_OK, b""))
     detail, lower = text.partition(" - ")[2] or text, text.lower()
     if code == ACCESS_REFUSED and "login was refused" in lower:
         return Outcome.down(f"authentication failed ({detail})")
@@ -131,39 +165,25 @@ def refused(writer: asyncio.StreamWriter, args: bytes, vhost: str) -> Outcome:
     return Outcome.down(f"the broker refused: {text or code}")
 
 
-async def close_politely(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, deadline: float
-) -> None:
-    """Connection.Close, then wait (briefly) for Close-Ok, so the broker ends it cleanly."""
-    writer.write(method_frame(CLOSE, struct.pack("!H", REPLY_SUCCESS) + shortstr("") + b"\0" * 4))
-    wait = min(1.0, max(deadline - time.monotonic() - 0.05, 0.0))
-    try:
-        async with asyncio.timeout(wait):
-            while (await read_method(reader))[0] != CLOSE_OK:
-                pass
-    except (TimeoutError, ProtocolError, asyncio.IncompleteReadError, OSError):
-        pass  # the answer is already known; the broker closes on its side anyway
-
-
-async def read_method(
-    reader: asyncio.StreamReader, *, after_login: bool = False
-) -> tuple[tuple[int, int], bytes]:
+def read_method(
+    *, after_login: bool = False
+) -> Generator[Step, bytes, tuple[tuple[int, int], bytes]]:
     """The next method frame on channel 0 as ((class, method), arguments); heartbeats skipped."""
     while True:
         try:
-            header = await reader.readexactly(7)
-        except asyncio.IncompleteReadError as exc:
+            header = yield Read(7)
+        except Closed as exc:
             if after_login and not exc.partial:  # brokers without authentication_failure_close
                 raise ProtocolError("authentication failed (the broker hung up)") from None
             raise
         if header[:4] == b"AMQP":
-            rest = header[4:] + await reader.readexactly(1)
+            rest = header[4:] + (yield Read(1))
             raise ProtocolError(f"the broker does not speak AMQP 0-9-1 (it offers {rest.hex()})")
         kind, channel, size = struct.unpack("!BHI", header)
         if kind not in (FRAME_METHOD, 2, 3, FRAME_HEARTBEAT) or size > MAX_FRAME:
             raise ProtocolError(f"not an AMQP broker (it answered {header[:4]!r})")
-        payload = await reader.readexactly(size)
-        if (await reader.readexactly(1))[0] != FRAME_END:
+        payload = yield Read(size)
+        if (yield Read(1))[0] != FRAME_END:
             raise ProtocolError("malformed AMQP frame (no frame-end octet)")
         if kind == FRAME_HEARTBEAT:
             continue

@@ -91,3 +91,13 @@ class MqttCheck(Check):
         address = (self.target.host, self.target.port or 1883)
         credentials = (self.target.param("user"), self.target.param("password"))
         return await mqttwire.probe(address, credentials, options.mode, self._tls, budget)
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.target.scheme == "mqtts":
+            return None  # TLS is the runner's: the first attempt stays free of ssl
+        from waitfor.checks import mqttwire
+
+        options: MqttOptions = self.target.options  # type: ignore[assignment]
+        address = (self.target.host, self.target.port or 1883)
+        credentials = (self.target.param("user"), self.target.param("password"))
+        return mqttwire.probe_now(address, credentials, options.mode, budget)

@@ -1,17 +1,28 @@
 """MQTT on the wire: CONNECT, CONNACK (3.1.1 and 5.0 codes) and DISCONNECT, for :mod:`.mqtt`.
 
-Imported when an mqtt target is probed (it needs asyncio), not when one is parsed.
+Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
+blocking socket for the first attempt before the event loop exists (``probe_now``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import struct
+import time
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from waitfor.checks import net
 from waitfor.checks.base import Outcome, describe_os_error
+from waitfor.checks.conversation import (
+    Closed,
+    Conversation,
+    NotNow,
+    Read,
+    Send,
+    Step,
+    run_async,
+    run_blocking,
+)
 
 if TYPE_CHECKING:
     import ssl
@@ -59,26 +70,50 @@ async def probe(
     tls: ssl.SSLContext | None,
     budget: float,
 ) -> Outcome:
+    from waitfor.checks import net
+
     try:
         reader, writer = await net.open_stream(*address, budget, tls=tls)
     except net.NetError as exc:
         return Outcome.down(str(exc))
-    user, password = credentials
     try:
-        writer.write(connect_packet(user, password))
-        code = await read_connack(reader)
-        if code == 0:
-            writer.write(DISCONNECT)
-            await writer.drain()
-        return verdict(code, mode, credentials=user is not None)
+        return await run_async(connect(credentials, mode), reader, writer)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
-    except asyncio.IncompleteReadError:
+    except Closed:
         return Outcome.down("the broker closed the connection before CONNACK")
     except OSError as exc:
         return Outcome.down(f"connection lost: {describe_os_error(exc)}")
     finally:
         writer.close()
+
+
+def probe_now(
+    address: tuple[str, int], credentials: tuple[str | None, str | None], mode: str, budget: float
+) -> Outcome | None:
+    """The same exchange on a blocking socket; None unless ready in time."""
+    from waitfor.checks import netnow
+
+    deadline = time.monotonic() + budget
+    sock = netnow.connect(*address, budget)
+    if sock is None:
+        return None
+    try:
+        outcome = run_blocking(connect(credentials, mode), sock, deadline)
+        return outcome if outcome.ready else None  # the runner tells why not
+    except (ProtocolError, Closed, NotNow, OSError):  # TimeoutError is an OSError
+        return None
+    finally:
+        sock.close()
+
+
+def connect(credentials: tuple[str | None, str | None], mode: str) -> Conversation:
+    user, password = credentials
+    yield Send(connect_packet(user, password))
+    code = yield from read_connack()
+    if code == 0:
+        yield Send(DISCONNECT)
+    return verdict(code, mode, credentials=user is not None)
 
 
 def verdict(code: int, mode: str, *, credentials: bool) -> Outcome:
@@ -109,12 +144,12 @@ def connect_packet(user: str | None, password: str | None) -> bytes:
     return b"\x10" + _remaining_length(len(body)) + body
 
 
-async def read_connack(reader: asyncio.StreamReader) -> int:
+def read_connack() -> Generator[Step, bytes, int]:
     """The CONNACK's return code (3.1.1) or reason code (5.0)."""
-    first = await reader.readexactly(1)
+    first = yield Read(1)
     length = 0
     for shift in range(0, 28, 7):
-        byte = (await reader.readexactly(1))[0]
+        byte = (yield Read(1))[0]
         length |= (byte & 0x7F) << shift
         if not byte & 0x80:
             break
@@ -122,7 +157,7 @@ async def read_connack(reader: asyncio.StreamReader) -> int:
         raise ProtocolError("malformed MQTT packet length")
     if first[0] >> 4 != CONNACK or length < 2 or length > MAX_PACKET:
         raise ProtocolError(f"not an MQTT broker (it answered {first!r})")
-    body = await reader.readexactly(length)
+    body = yield Read(length)
     return body[1]
 
 

@@ -106,3 +106,17 @@ class NatsCheck(Check):
             tls=lambda: self._tls,
             budget=budget,
         )
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.target.scheme == "tls":
+            return None  # TLS is the runner's: the first attempt stays free of ssl
+        from waitfor.checks import natswire
+
+        options: NatsOptions = self.target.options  # type: ignore[assignment]
+        return natswire.probe_now(
+            (self.target.host, self.target.port or 4222),
+            dict(self.target.params),
+            mode=options.mode,
+            jetstream=options.jetstream,
+            budget=budget,
+        )

@@ -1,25 +1,38 @@
 """NATS on the wire: INFO, CONNECT, PING/PONG and the JetStream request, for :mod:`.nats`.
 
-Imported when a nats target is probed (it needs asyncio), not when one is parsed.
+Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
+blocking socket for the first attempt before the event loop exists (``probe_now``, no TLS).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from waitfor import __version__
-from waitfor.checks import net
 from waitfor.checks.base import Outcome, describe_os_error
+from waitfor.checks.conversation import (
+    Closed,
+    Conversation,
+    NotNow,
+    Read,
+    ReadLine,
+    Send,
+    StartTls,
+    Step,
+    TooLong,
+    run_async,
+    run_blocking,
+)
 
 if TYPE_CHECKING:
     import ssl
 
 MAX_PAYLOAD = 1024 * 1024  # the server's default max_payload
+MAX_LINE = 64 * 1024  # a protocol line (INFO lists cluster URLs, still far smaller)
 JS_INFO = "$JS.API.INFO"
 
 
@@ -42,38 +55,24 @@ async def probe(
     budget: float,
 ) -> Outcome:
     """``tls`` makes the client context, only when TLS is used."""
+    from waitfor.checks import net
+
     deadline = time.monotonic() + budget
     try:
         reader, writer = await net.open_stream(*address, budget)
     except net.NetError as exc:
         return Outcome.down(str(exc))
+    conversation = connect(params, mode=mode, jetstream=jetstream, require_tls=require_tls)
     try:
-        info = await read_info(reader)
-        if mode == "ping":
-            return Outcome.up(f"{describe_server(info)} answers")
-        if require_tls and not (info.get("tls_required") or info.get("tls_available")):
-            return Outcome.down("the server does not offer TLS")
-        if require_tls or info.get("tls_required"):
-            remaining = max(deadline - time.monotonic(), 0.0)
-            await net.start_tls(writer, tls(), address[0], remaining)
-        if info.get("auth_required") and not params:
-            return Outcome.fatal(
-                "the server requires credentials and none were given: put them in the URL, "
-                "nats://USER:PASSWORD@HOST or nats://TOKEN@HOST"
-            )
-        writer.write(connect_line(params, tls=require_tls or bool(info.get("tls_required"))))
-        writer.write(b"PING\r\n")
-        await until_pong(reader, writer)
-        detail = describe_server(info)
-        if jetstream:
-            return await jetstream_info(reader, writer, detail)
-        return Outcome.up(f"PONG from {detail}")
-    except (Refused, net.NetError) as exc:
+        return await run_async(
+            conversation, reader, writer, tls=tls, server_hostname=address[0], deadline=deadline
+        )
+    except (Refused, ProtocolError, net.NetError) as exc:
         return Outcome.down(str(exc))
-    except ProtocolError as exc:
-        return Outcome.down(str(exc))
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-        if isinstance(exc, asyncio.IncompleteReadError) and not exc.partial:
+    except TooLong:
+        return Outcome.down("not a NATS server (no protocol line)")
+    except Closed as exc:
+        if not exc.partial:
             return Outcome.down("the server closed the connection")
         return Outcome.down("not a NATS server (no protocol line)")
     except OSError as exc:
@@ -82,8 +81,52 @@ async def probe(
         writer.close()
 
 
-async def read_info(reader: asyncio.StreamReader) -> dict[str, Any]:
-    line = await read_line(reader)
+def probe_now(
+    address: tuple[str, int], params: dict[str, str], *, mode: str, jetstream: bool, budget: float
+) -> Outcome | None:
+    """The same exchange on a blocking socket (no TLS); None unless ready in time."""
+    from waitfor.checks import netnow
+
+    deadline = time.monotonic() + budget
+    sock = netnow.connect(*address, budget)
+    if sock is None:
+        return None
+    try:
+        conversation = connect(params, mode=mode, jetstream=jetstream, require_tls=False)
+        outcome = run_blocking(conversation, sock, deadline)
+        return outcome if outcome.ready else None  # the runner tells why not
+    except (Refused, ProtocolError, TooLong, Closed, NotNow, OSError):
+        return None
+    finally:
+        sock.close()
+
+
+def connect(
+    params: dict[str, str], *, mode: str, jetstream: bool, require_tls: bool
+) -> Conversation:
+    info = yield from read_info()
+    if mode == "ping":
+        return Outcome.up(f"{describe_server(info)} answers")
+    if require_tls and not (info.get("tls_required") or info.get("tls_available")):
+        return Outcome.down("the server does not offer TLS")
+    if require_tls or info.get("tls_required"):
+        yield StartTls()
+    if info.get("auth_required") and not params:
+        return Outcome.fatal(
+            "the server requires credentials and none were given: put them in the URL, "
+            "nats://USER:PASSWORD@HOST or nats://TOKEN@HOST"
+        )
+    tls = require_tls or bool(info.get("tls_required"))
+    yield Send(connect_line(params, tls=tls) + b"PING\r\n")
+    yield from until_pong()
+    detail = describe_server(info)
+    if jetstream:
+        return (yield from jetstream_info(detail))
+    return Outcome.up(f"PONG from {detail}")
+
+
+def read_info() -> Generator[Step, bytes, dict[str, Any]]:
+    line = yield from read_line()
     if line.startswith("-ERR"):
         raise Refused(f"the server refused: {error_text(line)}")
     verb, _, body = line.partition(" ")
@@ -98,28 +141,26 @@ async def read_info(reader: asyncio.StreamReader) -> dict[str, Any]:
     return info
 
 
-async def until_pong(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def until_pong() -> Generator[Step, bytes, None]:
     while True:
-        line = await read_line(reader)
+        line = yield from read_line()
         verb = line.partition(" ")[0].upper()
         if verb == "PONG":
             return
         if verb == "PING":
-            writer.write(b"PONG\r\n")
+            yield Send(b"PONG\r\n")
         elif verb == "-ERR":
             raise Refused(error_text(line))
         elif verb not in ("+OK", "INFO"):
             raise ProtocolError(f"unexpected answer to PING: {line[:40]!r}")
 
 
-async def jetstream_info(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, detail: str
-) -> Outcome:
+def jetstream_info(detail: str) -> Generator[Step, bytes, Outcome]:
     """Request $JS.API.INFO on a random inbox; with no_responders, no JetStream = a 503 at once."""
     inbox = f"_INBOX.waitfor.{secrets.token_hex(11)}"
-    writer.write(f"SUB {inbox} 1\r\nPUB {JS_INFO} {inbox} 0\r\n\r\nPING\r\n".encode())
+    yield Send(f"SUB {inbox} 1\r\nPUB {JS_INFO} {inbox} 0\r\n\r\nPING\r\n".encode())
     while True:
-        line = await read_line(reader)
+        line = yield from read_line()
         verb, _, rest = line.partition(" ")
         verb = verb.upper()
         if verb in ("MSG", "HMSG"):
@@ -130,8 +171,8 @@ async def jetstream_info(
                 raise ProtocolError(f"malformed {verb} line") from None
             if not all(0 <= s <= MAX_PAYLOAD for s in sizes):
                 raise ProtocolError(f"malformed {verb} line")
-            data = (await reader.readexactly(sizes[-1] + 2))[:-2]
-            writer.write(b"UNSUB 1\r\n")
+            data = (yield Read(sizes[-1] + 2))[:-2]
+            yield Send(b"UNSUB 1\r\n")
             if verb == "HMSG":
                 status = data[: sizes[0]].split(b"\r\n", 1)[0].decode("ascii", "replace")
                 if " 503" in status:
@@ -139,7 +180,7 @@ async def jetstream_info(
                 return Outcome.down(f"JetStream did not answer ({status.strip()})")
             return jetstream_verdict(data, detail)
         if verb == "PING":
-            writer.write(b"PONG\r\n")
+            yield Send(b"PONG\r\n")
         elif verb == "-ERR":
             raise Refused(f"JetStream request refused: {error_text(line)}")
         elif verb not in ("+OK", "INFO", "PONG"):
@@ -181,8 +222,8 @@ def connect_line(params: dict[str, str], *, tls: bool) -> bytes:
     return f"CONNECT {json.dumps(fields)}\r\n".encode()
 
 
-async def read_line(reader: asyncio.StreamReader) -> str:
-    line = await reader.readuntil(b"\r\n")
+def read_line() -> Generator[Step, bytes, str]:
+    line = yield ReadLine(MAX_LINE)
     return line[:-2].decode("utf-8", errors="replace")
 
 
