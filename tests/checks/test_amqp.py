@@ -286,6 +286,28 @@ def test_broker_without_plain_login_is_a_configuration_error() -> None:
     assert "does not offer PLAIN login (offers: EXTERNAL)" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("after_login", "reason"),
+    [
+        (amqp.method_frame(amqp.TUNE, b"\0\1"), "malformed Connection.Tune"),
+        (amqp.method_frame(amqp.CLOSE, b"\1"), "malformed Connection.Close"),
+        (amqp.method_frame(amqp.SECURE, b""), "a login challenge PLAIN does not use"),
+        (amqp.method_frame(amqp.OPEN_OK, b""), "expected Connection.Tune, got method (10, 41)"),
+    ],
+)
+def test_hostile_answers_to_the_login_are_not_ready(after_login: bytes, reason: str) -> None:
+    def answer(conn: socket.socket) -> None:
+        conn.recv(8)
+        conn.sendall(_start_frame(b"PLAIN"))
+        conn.recv(1000)
+        conn.sendall(after_login)
+        conn.recv(1000)
+
+    with scripted_peer(answer) as port, pytest.raises(WaitTimeout) as info:
+        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
+    assert reason in info.value.results[0].reason
+
+
 def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> None:
     def hang_up(conn: socket.socket) -> None:
         conn.recv(8)

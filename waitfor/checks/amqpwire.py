@@ -108,7 +108,10 @@ def handshake(params: dict[str, str], mode: str) -> Conversation:
         raise ProtocolError("the broker sent a login challenge PLAIN does not use")
     if method != TUNE:
         raise ProtocolError(f"expected Connection.Tune, got method {method}")
-    channel_max, frame_max, _ = struct.unpack_from("!HIH", args)
+    try:
+        channel_max, frame_max, _ = struct.unpack_from("!HIH", args)
+    except struct.error:
+        raise ProtocolError("malformed Connection.Tune") from None
     tune_ok = struct.pack("!HIH", channel_max, frame_max or MAX_FRAME, 0)  # 0: no heartbeats
     opening = method_frame(OPEN, shortstr(vhost) + shortstr("") + b"\0")
     yield Send(method_frame(TUNE_OK, tune_ok) + opening)
