@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -72,6 +71,8 @@ class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in
     def split_envvar_value(self, rv: str) -> list[str]:
         # Quotes as in a shell ('exec:pg_isready -h db'), but no backslash escapes: regexes in
         # #body= options keep theirs. Unquoted text splits exactly as before.
+        import shlex
+
         lexer = shlex.shlex(rv or "", posix=True)
         lexer.whitespace_split = True
         lexer.commenters = ""
@@ -105,7 +106,30 @@ class WaitforCommand(click.Command):
             split = args.index("--")
             ctx.meta[COMMAND_KEY] = args[split + 1 :]
             args = args[:split]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, self._long_names(args))
+
+    def _long_names(self, args: list[str]) -> list[str]:
+        """``-q`` -> ``--quiet``, for a word that is exactly a short option (not its value).
+
+        click tries every ``-x`` as a long option first and builds a "did you mean" error for
+        it (importing difflib and gettext) before trying it as a short one: ~3 ms of a cold
+        start. Only whole words are renamed; ``-qt5`` and values are click's as before.
+        """
+        short: dict[str, str] = {}
+        takes_value: set[str] = set()
+        for param in self.params:
+            if isinstance(param, click.Option):
+                longs = [o for o in param.opts if o.startswith("--")]
+                for opt in param.opts:
+                    if len(opt) == 2 and longs:
+                        short[opt] = longs[0]
+                if not param.is_flag and not param.count:
+                    takes_value.update(param.opts)
+        renamed = []
+        for index, word in enumerate(args):
+            after_option = index > 0 and args[index - 1] in takes_value
+            renamed.append(short.get(word, word) if not after_option else word)
+        return renamed
 
 
 @click.command(cls=WaitforCommand, epilog=EPILOG, context_settings={"max_content_width": 100})

@@ -8,7 +8,6 @@ the built-in defaults, so that the ping (native) and query (psycopg) modes see t
 
 from __future__ import annotations
 
-import getpass
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -268,6 +267,8 @@ def endpoints(params: dict[str, str]) -> list[Endpoint]:
 
 def _os_user() -> str:
     try:
+        import getpass  # only when no user is given: it loads termios
+
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, as for arbitrary UIDs in containers
         return "postgres"

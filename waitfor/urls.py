@@ -53,12 +53,26 @@ def host(parts: SplitResult) -> str:
 def dns_name(name: str, what: str) -> str:
     """A (possibly internationalised) DNS name in ASCII; ValueError naming ``what`` if invalid."""
     try:
-        ascii_name = name.encode("idna").decode("ascii")
+        ascii_name = idna(name).decode("ascii")
     except UnicodeError:
         raise ValueError(f"invalid {what} {name!r}") from None
     if not _HOSTNAME.fullmatch(ascii_name.lower()) or len(ascii_name.rstrip(".")) > 253:
         raise ValueError(f"invalid {what} {name!r}")
     return ascii_name
+
+
+def idna(name: str) -> bytes:
+    """``name.encode("idna")``; ASCII names (nearly all) without loading the codec.
+
+    The ASCII branch is the codec's own fast path: every label but the last 1-63 characters,
+    the last (empty after a trailing dot) under 64; anything else raises UnicodeError as it does.
+    """
+    if not name.isascii():
+        return name.encode("idna")
+    labels = name.split(".")
+    if any(not 0 < len(label) < 64 for label in labels[:-1]) or len(labels[-1]) >= 64:
+        raise UnicodeError("label empty or too long")
+    return name.encode("ascii")
 
 
 def port(parts: SplitResult, default: int | None) -> int:
@@ -140,7 +154,7 @@ def resolvable_name(name: str) -> None:
     if ":" in name:
         return  # an IPv6 literal
     try:
-        encoded = name.encode("idna")
+        encoded = idna(name)
     except UnicodeError:
         raise ValueError(f"invalid host name {name!r}") from None
     if len(encoded.rstrip(b".")) > 253:

@@ -25,7 +25,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from waitfor.checks.base import describe_os_error
@@ -442,6 +441,8 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
     its key. Targets with the same settings (and the same files present) share one context:
     loading a CA bundle is not free.
     """
+    from pathlib import Path  # only TLS needs it: a plaintext ping starts without
+
     home = Path.home() / ".postgresql"
     root = params.get("sslrootcert") or str(home / "root.crt")
     cert = params.get("sslcert") or str(home / "postgresql.crt")
