@@ -86,9 +86,23 @@ def attempt(url: str) -> tuple[Outcome, float]:
     return asyncio.run(run()), time.monotonic() - started
 
 
+AMQP_START = bytes.fromhex(  # Connection.Start offering PLAIN: the login's answers get fuzzed
+    "0100000000002a000a000a00090000000e0770726f647563745300000001"
+    "4600000005504c41494e00000005656e5f5553ce"
+)
+NATS_INFO = b'INFO {"version":"9.9.9","auth_required":true,"headers":true}\r\n'
+MQTT_CONNACK = b"\x20\x02\x00\x00"
+
 answers = st.one_of(
     st.binary(max_size=200),
     st.binary(max_size=200).map(lambda tail: GREETING + tail),
+    st.sampled_from([AMQP_START, NATS_INFO, MQTT_CONNACK]).flatmap(
+        lambda head: st.binary(max_size=200).map(lambda tail: head + tail)
+    ),
+    st.lists(
+        st.sampled_from([b"PONG", b"PING", b"+OK", b"-ERR 'x'", b"MSG a 1 5", b"HMSG a 1 9 2"]),
+        max_size=4,
+    ).map(lambda lines: NATS_INFO + b"\r\n".join(lines) + b"\r\n"),
     st.lists(
         st.sampled_from([b"+PONG", b"-LOADING x", b"$-1", b"$99999999", b"*3", b":x", b"VERSION"]),
         max_size=4,
@@ -102,6 +116,11 @@ urls = st.sampled_from(
         "redis://127.0.0.1:{port}",
         "memcached://u:p@127.0.0.1:{port}",
         "memcached://127.0.0.1:{port}",
+        "amqp://u:p@127.0.0.1:{port}/vhost",
+        "amqp://127.0.0.1:{port}#mode=ping",
+        "mqtt://u:p@127.0.0.1:{port}",
+        "nats://u:p@127.0.0.1:{port}#jetstream",
+        "nats://t0ken@127.0.0.1:{port}",
     ]
 )
 

@@ -98,7 +98,8 @@ def handshake(params: dict[str, str], mode: str) -> Conversation:
         return Outcome.up(f"{start.product} answers AMQP")
     if "PLAIN" not in start.mechanisms:
         offered = " ".join(start.mechanisms) or "none"
-        return Outcome.fatal(f"the broker does not offer PLAIN login (offers: {offered})")
+        # not ready rather than exit 2: what a broker offers is its configuration, which changes
+        return Outcome.down(f"the broker does not offer PLAIN login (offers: {offered})")
     user, password, vhost = params["user"], params["password"], params["vhost"]
     yield Send(method_frame(START_OK, start_ok(user, password)))
     method, args = yield from read_method(after_login=True)
