@@ -37,8 +37,8 @@ DYNLOAD = Path(sysconfig.get_config_var("DESTSHARED") or STDLIB / "lib-dynload")
 # so no import statement names their modules: kept whole.
 BY_NAME = ("encodings",)
 # Tools for developing and debugging Python programs, which no program imports to do its work:
-# the closure does not follow imports into them (inspect names pydoc, asyncio's debug mode names
-# traceback's friends, ...). Everything else an import statement can reach is kept.
+# never kept, wherever an import names them (inspect names pydoc for help(); a dependency's test
+# helpers name them too: click.testing imports pdb). Everything else an import can reach is kept.
 DEVELOPMENT = frozenset(
     {
         *("bdb", "cmd", "code", "codeop", "distutils", "doctest", "ensurepip", "idlelib"),
