@@ -1,3 +1,3 @@
-from waitfor.cli import main
+from waitfor.cli import run
 
-main()
+run()

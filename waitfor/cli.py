@@ -353,6 +353,22 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     sys.exit(0)
 
 
+def run() -> NoReturn:
+    """The ``waitfor`` command (console script, ``python -m waitfor``): :func:`main`, then the
+    process ends at once, without the interpreter's shutdown.
+
+    An attempt cut off by the deadline or a signal abandons its thread (a name lookup, a body
+    regex search) where it stands, maybe inside C++ code; shutdown would unwind such a thread
+    mid-call and RE2 aborts with "terminate called without an active exception" (exit -6, not 143).
+    """
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    flush_stdio()
+    os._exit(code)
+
+
 def _die(message: str, code: int) -> NoReturn:
     first_line = " ".join(message.split())
     sys.stderr.write(f"waitfor: error: {first_line}\n")
