@@ -25,9 +25,9 @@ from waitfor.checks.base import (
     Check,
     OptionPairs,
     Outcome,
+    choice,
     host_port,
     reject_unknown,
-    single,
 )
 
 if TYPE_CHECKING:
@@ -81,9 +81,7 @@ class AmqpCheck(Check):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> AmqpOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = (single(pairs, "mode") or "login").lower()
-        if mode not in MODES:
-            raise ValueError(f"mode must be login or ping, not {mode!r}")
+        mode = choice(pairs, "mode", MODES, "login")
         return AmqpOptions(mode=mode, tls=tlsconfig.parse_tls_options(pairs))
 
     @cached_property

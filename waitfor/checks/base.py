@@ -92,6 +92,7 @@ __all__ = [
     "OptionPairs",
     "Options",
     "Outcome",
+    "choice",
     "describe_os_error",
     "flag",
     "host_port",
@@ -212,6 +213,14 @@ def single(pairs: OptionPairs, key: str) -> str | None:
     if len(values) > 1:
         raise ValueError(f"option {key!r} given more than once")
     return values[0] if values else None
+
+
+def choice(pairs: OptionPairs, key: str, allowed: Sequence[str], default: str) -> str:
+    """An option that names one of ``allowed`` (any case), ``default`` when absent."""
+    value = (single(pairs, key) or default).lower()
+    if value not in allowed:
+        raise ValueError(f"{key} must be {' or '.join(allowed)}, not {value!r}")
+    return value
 
 
 def flag(pairs: OptionPairs, key: str) -> bool:

@@ -29,6 +29,7 @@ from waitfor.checks.base import (
     Check,
     OptionPairs,
     Outcome,
+    choice,
     describe_os_error,
     host_port,
     reject_unknown,
@@ -97,9 +98,7 @@ class MysqlCheck(Check):
     def parse_options(cls, pairs: OptionPairs) -> MysqlOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
         table = single(pairs, "table")
-        mode = (single(pairs, "mode") or ("query" if table else "ping")).lower()
-        if mode not in MODES:
-            raise ValueError(f"mode must be ping or query, not {mode!r}")
+        mode = choice(pairs, "mode", MODES, "query" if table else "ping")
         if table is not None and mode != "query":
             raise ValueError("table needs mode=query (a ping does not log in)")
         if table is not None and not 0 < len(table) <= 64:

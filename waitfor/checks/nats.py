@@ -24,10 +24,10 @@ from waitfor.checks.base import (
     Check,
     OptionPairs,
     Outcome,
+    choice,
     flag,
     host_port,
     reject_unknown,
-    single,
 )
 
 if TYPE_CHECKING:
@@ -80,9 +80,7 @@ class NatsCheck(Check):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> NatsOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = (single(pairs, "mode") or "login").lower()
-        if mode not in MODES:
-            raise ValueError(f"mode must be login or ping, not {mode!r}")
+        mode = choice(pairs, "mode", MODES, "login")
         jetstream = flag(pairs, "jetstream")
         if jetstream and mode == "ping":
             raise ValueError("jetstream needs mode=login (a ping does not send requests)")

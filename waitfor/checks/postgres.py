@@ -24,9 +24,9 @@ from waitfor.checks.base import (
     Check,
     OptionPairs,
     Outcome,
+    choice,
     flag,
     reject_unknown,
-    single,
 )
 
 if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg: in the probe
@@ -88,9 +88,7 @@ class PostgresCheck(Check):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> PostgresOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = (single(pairs, "mode") or "ping").lower()
-        if mode not in MODES:
-            raise ValueError(f"mode must be ping or query, not {mode!r}")
+        mode = choice(pairs, "mode", MODES, "ping")
         primary = flag(pairs, "primary")
         if primary and mode != "query":
             raise ValueError("primary needs mode=query (a ping does not log in)")

@@ -20,17 +20,18 @@ The protocol itself (RESP) and the conversation live in :mod:`.resp`, imported w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 from urllib.parse import unquote
 
 from waitfor import redaction, urls
+from waitfor.checks import tlsconfig
 from waitfor.checks.base import (
     Address,
     Check,
     OptionPairs,
     Outcome,
-    flag,
+    choice,
     host_port,
     reject_unknown,
     single,
@@ -46,8 +47,7 @@ class RedisOptions:
     mode: str = "ping"
     key: str | None = None
     role: str | None = None
-    insecure: bool = False
-    cacert: str | None = None
+    tls: tlsconfig.TlsOptions = field(default_factory=tlsconfig.TlsOptions)
 
     @property
     def logs_in(self) -> bool:
@@ -55,7 +55,7 @@ class RedisOptions:
 
 
 class RedisCheck(Check):
-    OPTION_NAMES = frozenset({"mode", "key", "role", "insecure", "cacert"})
+    OPTION_NAMES = frozenset({"mode", "key", "role"}) | tlsconfig.OPTION_NAMES
     #: options named like secrets whose values are names: shown as written (redaction.options)
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"})
     USAGE = (
@@ -87,26 +87,18 @@ class RedisCheck(Check):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> RedisOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = (single(pairs, "mode") or "ping").lower()
-        if mode not in MODES:
-            raise ValueError(f"mode must be ping or query, not {mode!r}")
+        mode = choice(pairs, "mode", MODES, "ping")
         key = single(pairs, "key")
         if key == "":
             raise ValueError("key needs a name")
         role = single(pairs, "role")
         if role is not None and role.lower() not in ROLES:
             raise ValueError(f"role must be master, not {role!r}")
-        cacert = single(pairs, "cacert")
-        if cacert is not None:
-            from waitfor import tls  # ssl: only for targets that name a CA file
-
-            tls.client_context(cafile=cacert)  # a file that is not PEM: exit 2 now
         return RedisOptions(
             mode=mode,
             key=key,
             role=role.lower() if role else None,
-            insecure=flag(pairs, "insecure"),
-            cacert=cacert,
+            tls=tlsconfig.parse_tls_options(pairs),
         )
 
     @property
@@ -119,9 +111,5 @@ class RedisCheck(Check):
 
         context = None
         if self.target.scheme == "rediss":
-            from waitfor import tls
-
-            context = tls.client_context(
-                verify=not self.options.insecure, cafile=self.options.cacert
-            )
+            context = tlsconfig.client_context(self.options.tls)
         return await resp.check(self.target, self.options, context, budget)

@@ -1,4 +1,4 @@
-"""TLS client settings shared by the kinds that speak TLS themselves (amqps, mqtts, nats tls).
+"""TLS client settings of the kinds that speak TLS themselves: amqps, mqtts, nats tls, rediss.
 
 Verified by default against the system's CAs; ``cacert=FILE`` trusts a private CA instead and
 ``insecure`` skips verification (explicit only), as for https targets. Contexts come from
