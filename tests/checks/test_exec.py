@@ -83,6 +83,19 @@ def test_a_hanging_attempt_is_killed_with_its_process_group(tmp_path: Path) -> N
     assert_all_gone(recorded)
 
 
+def test_cancelled_at_any_moment_the_group_is_killed_and_the_wait_ends(tmp_path: Path) -> None:
+    # Deadlines of a few milliseconds land while the command is being started, while it runs
+    # and while it is being killed; none may hang the wait or leave a process behind.
+    pids = tmp_path / "pids"
+    target = f"exec:sh -c 'echo $$ >> {pids}; sleep 300 & echo $! >> {pids}; wait'"
+    for step in range(40):
+        started = time.monotonic()
+        with pytest.raises(WaitTimeout):
+            wait_for(target, timeout=0.001 + step * 0.001, attempt_timeout=0.01, backoff=FAST)
+        assert time.monotonic() - started < 5
+    assert_all_gone([int(line) for line in pids.read_text().split()] if pids.exists() else [])
+
+
 def test_what_an_exited_command_left_running_is_stopped(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     results = wait_for(f"exec:sh -c 'sleep 300 & echo $! > {pids}; echo done'", timeout=5)
