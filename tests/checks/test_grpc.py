@@ -205,19 +205,28 @@ class RawServer:
         self.thread = threading.Thread(target=self.serve, daemon=True)
 
     def serve(self) -> None:
+        handlers = []
         while not self.stop.is_set():
             try:
                 conn, _ = self.sock.accept()
             except TimeoutError:
                 continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(2)
-                self.reply(conn)
-                # Read what the client still sends until it hangs up: closing with unread data
-                # would reset the connection, and the client might see that before the reply.
-                conn.shutdown(socket.SHUT_WR)
-                while conn.recv(65536):
-                    pass
+            # One thread per connection: a slow answer must not queue the next attempt.
+            handler = threading.Thread(target=self.answer, args=(conn,), daemon=True)
+            handler.start()
+            handlers.append(handler)
+        for handler in handlers:
+            handler.join()
+
+    def answer(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.settimeout(2)
+            self.reply(conn)
+            # Read what the client still sends until it hangs up: closing with unread data
+            # would reset the connection, and the client might see that before the reply.
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(65536):
+                pass
 
     def __enter__(self) -> int:
         self.thread.start()
