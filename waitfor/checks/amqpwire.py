@@ -18,13 +18,11 @@ from waitfor.checks.conversation import (
     Briefly,
     Closed,
     Conversation,
-    NotNow,
     Read,
     Send,
     Step,
-    TooLong,
+    first_attempt,
     run_async,
-    run_blocking,
 )
 
 if TYPE_CHECKING:
@@ -73,19 +71,7 @@ def probe_now(
     address: tuple[str, int], params: dict[str, str], mode: str, budget: float
 ) -> Outcome | None:
     """The same handshake on a blocking socket; None unless ready in time."""
-    from waitfor.checks import netnow
-
-    deadline = time.monotonic() + budget
-    sock = netnow.connect(*address, budget)
-    if sock is None:
-        return None
-    try:
-        outcome = run_blocking(handshake(params, mode), sock, deadline)
-        return outcome if outcome.ready else None  # the runner tells why not
-    except (ProtocolError, Closed, TooLong, NotNow, OSError):  # TimeoutError is an OSError
-        return None
-    finally:
-        sock.close()
+    return first_attempt(address, handshake(params, mode), budget, (ProtocolError,))
 
 
 def handshake(params: dict[str, str], mode: str) -> Conversation:

@@ -175,6 +175,33 @@ def run_blocking(conversation: Conversation, sock: socket.socket, deadline: floa
             answer = exc
 
 
+def first_attempt(
+    address: tuple[str, int],
+    conversation: Conversation,
+    budget: float,
+    errors: tuple[type[Exception], ...] = (),
+) -> Outcome | None:
+    """``Check.probe_now`` for a conversation: run it over a new blocking connection (no TLS).
+
+    The ready outcome, or None for anything else, ``errors`` (the protocol's own) included: the
+    runner's attempt then tells why not.
+    """
+    from waitfor.checks import netnow
+
+    undecided: tuple[type[Exception], ...] = (Closed, TooLong, NotNow, OSError, *errors)
+    deadline = time.monotonic() + budget
+    sock = netnow.connect(*address, budget)
+    if sock is None:
+        return None
+    try:
+        outcome = run_blocking(conversation, sock, deadline)
+        return outcome if outcome.ready else None
+    except undecided:  # TimeoutError is an OSError
+        return None
+    finally:
+        sock.close()
+
+
 def _line(
     sock: socket.socket, buffered: bytearray, step: ReadLine, deadline: float
 ) -> bytes | Exception:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import struct
-import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -16,12 +15,11 @@ from waitfor.checks.base import Outcome, describe_os_error
 from waitfor.checks.conversation import (
     Closed,
     Conversation,
-    NotNow,
     Read,
     Send,
     Step,
+    first_attempt,
     run_async,
-    run_blocking,
 )
 
 if TYPE_CHECKING:
@@ -92,19 +90,7 @@ def probe_now(
     address: tuple[str, int], credentials: tuple[str | None, str | None], mode: str, budget: float
 ) -> Outcome | None:
     """The same exchange on a blocking socket; None unless ready in time."""
-    from waitfor.checks import netnow
-
-    deadline = time.monotonic() + budget
-    sock = netnow.connect(*address, budget)
-    if sock is None:
-        return None
-    try:
-        outcome = run_blocking(connect(credentials, mode), sock, deadline)
-        return outcome if outcome.ready else None  # the runner tells why not
-    except (ProtocolError, Closed, NotNow, OSError):  # TimeoutError is an OSError
-        return None
-    finally:
-        sock.close()
+    return first_attempt(address, connect(credentials, mode), budget, (ProtocolError,))
 
 
 def connect(credentials: tuple[str | None, str | None], mode: str) -> Conversation:

@@ -17,15 +17,14 @@ from waitfor.checks.base import Outcome, describe_os_error
 from waitfor.checks.conversation import (
     Closed,
     Conversation,
-    NotNow,
     Read,
     ReadLine,
     Send,
     StartTls,
     Step,
     TooLong,
+    first_attempt,
     run_async,
-    run_blocking,
 )
 
 if TYPE_CHECKING:
@@ -85,20 +84,8 @@ def probe_now(
     address: tuple[str, int], params: dict[str, str], *, mode: str, jetstream: bool, budget: float
 ) -> Outcome | None:
     """The same exchange on a blocking socket (no TLS); None unless ready in time."""
-    from waitfor.checks import netnow
-
-    deadline = time.monotonic() + budget
-    sock = netnow.connect(*address, budget)
-    if sock is None:
-        return None
-    try:
-        conversation = connect(params, mode=mode, jetstream=jetstream, require_tls=False)
-        outcome = run_blocking(conversation, sock, deadline)
-        return outcome if outcome.ready else None  # the runner tells why not
-    except (Refused, ProtocolError, TooLong, Closed, NotNow, OSError):
-        return None
-    finally:
-        sock.close()
+    conversation = connect(params, mode=mode, jetstream=jetstream, require_tls=False)
+    return first_attempt(address, conversation, budget, (Refused, ProtocolError))
 
 
 def connect(
