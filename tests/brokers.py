@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -317,34 +317,3 @@ def tls_terminator(backend_port: int, certificate: tuple[Path, Path]) -> Iterato
 
 def have(*binaries: str) -> bool:
     return all(shutil.which(b) for b in binaries)
-
-
-@contextmanager
-def scripted_peer(answer: Callable[[socket.socket], None]) -> Iterator[int]:
-    """A listener whose every connection is handed to ``answer`` in a thread: a broker that
-    says what no real broker can be made to say on demand. Yields the port."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.1)
-    stop = threading.Event()
-
-    def serve_one(conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            conn.settimeout(5)  # a silent client cannot hold the peer
-            answer(conn)
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield int(listener.getsockname()[1])
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()

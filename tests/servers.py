@@ -10,7 +10,7 @@ import socketserver
 import ssl
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,31 +205,46 @@ def http_answer(
 
 
 @contextmanager
-def banner_server(banner: bytes) -> Iterator[int]:
-    """A TCP server on a free port that says ``banner`` to every client, then hangs up."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
+def scripted_peer(answer: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A listener whose every connection is handed to ``answer`` in a thread: a peer that says
+    what no real server can be made to say on demand. Yields the port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
     stop = threading.Event()
+
+    def serve_one(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.settimeout(5)  # a silent client cannot hold the peer
+            answer(conn)
 
     def serve() -> None:
         while not stop.is_set():
             try:
-                conn, _ = server.accept()
+                conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(5)  # a client that stays silent cannot hold the server
-                conn.sendall(banner)
-                conn.recv(100)
+            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield server.getsockname()[1]
+        yield int(listener.getsockname()[1])
     finally:
         stop.set()
         thread.join()
-        server.close()
+        listener.close()
+
+
+@contextmanager
+def banner_server(banner: bytes) -> Iterator[int]:
+    """A TCP server on a free port that says ``banner`` to every client, then hangs up."""
+
+    def say(conn: socket.socket) -> None:
+        conn.sendall(banner)
+        conn.recv(100)
+
+    with scripted_peer(say) as port:
+        yield port
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

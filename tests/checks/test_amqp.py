@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.brokers import RabbitNode, RabbitScratch, scripted_peer, tls_terminator
+from tests.brokers import RabbitNode, RabbitScratch, tls_terminator
 from tests.conftest import FAST
+from tests.servers import scripted_peer
 from waitfor import Outcome, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks import amqpwire as amqp
 from waitfor.checks.amqp import AmqpCheck

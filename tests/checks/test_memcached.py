@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.attempts import probe
 from tests.redisd import Memcached, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.checks import check_class
-from waitfor.checks.base import Outcome
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason("memcached") is not None, reason=str(unavailable_reason("memcached"))
@@ -36,19 +34,6 @@ def memcached(tmp_path: Path) -> Iterator[MakeServer]:
     yield make
     for server in made:
         server.stop()
-
-
-def probe(url: str, budget: float = 3.0) -> Outcome:
-    target = parse_target(url)
-
-    async def attempt() -> Outcome:
-        try:
-            async with asyncio.timeout(budget):
-                return await check_class(target.scheme)(target).probe(budget)
-        except TimeoutError:
-            return Outcome.down(f"timed out after {budget:.1f}s")
-
-    return asyncio.run(attempt())
 
 
 def test_version_answers(memcached: MakeServer) -> None:

@@ -6,7 +6,6 @@ machine's shared server, which is only pinged.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import subprocess
@@ -21,10 +20,10 @@ import pymysql
 import pytest
 import trustme
 
+from tests.attempts import probe
 from tests.mysqld import MariaDB
 from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.checks import check_class
 from waitfor.checks.base import Outcome
 from waitfor.checks.mysqlping import Greeting, handshake_response, scramble
 
@@ -36,20 +35,6 @@ def mysqladmin_ping(host: str, port: int, user: str = "", password: str = "") ->
     command += [f"-u{user}"] if user else []
     command += [f"-p{password}"] if password else []
     return subprocess.run([*command, "ping"], capture_output=True, timeout=30).returncode
-
-
-def probe(url: str, budget: float = 3.0) -> Outcome:
-    """One attempt through the real check, bounded as the runner bounds it."""
-    target = parse_target(url)
-
-    async def attempt() -> Outcome:
-        try:
-            async with asyncio.timeout(budget):
-                return await check_class(target.scheme)(target).probe(budget)
-        except TimeoutError:
-            return Outcome.down(f"timed out after {budget:.1f}s")
-
-    return asyncio.run(attempt())
 
 
 def assert_parity(host: str, port: int, user: str = "", password: str = "") -> Outcome:

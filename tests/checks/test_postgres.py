@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import socket
@@ -22,7 +21,7 @@ import pytest
 import trustme
 
 from tests.pg import Cluster
-from tests.servers import Script, banner_server, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.pgping import ping, tls_context
 
@@ -350,12 +349,8 @@ def fake_tls_server(ca: trustme.CA, inject: bytes) -> Iterator[int]:
     handshake, then says AuthenticationOk inside TLS only when nothing was injected."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert("127.0.0.1").configure_cert(context)
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    stop = threading.Event()
 
     def serve_one(conn: socket.socket) -> None:
-        conn.settimeout(5)
         if conn.recv(8) != b"\0\0\0\x08\x04\xd2\x16\x2f":  # not an SSLRequest
             return
         conn.sendall(b"S" + inject)
@@ -367,23 +362,8 @@ def fake_tls_server(ca: trustme.CA, inject: bytes) -> Iterator[int]:
             while tls.recv(1024):
                 pass
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError):
-                serve_one(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
+    with scripted_peer(serve_one) as port:
+        yield port
 
 
 # --- waiting ---------------------------------------------------------------------------------
@@ -513,13 +493,12 @@ def test_query_mode_login_failures_in_another_language() -> None:
 @contextmanager
 def password_server(message: str) -> Iterator[int]:
     """Asks every client for a cleartext password, then refuses it with 28P01 and ``message``."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    stop = threading.Event()
 
     def serve_one(conn: socket.socket) -> None:
-        conn.settimeout(5)
-        (length,) = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))
+        try:
+            (length,) = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))
+        except struct.error:
+            return  # the client hung up first
         conn.recv(length - 4, socket.MSG_WAITALL)  # the start-up message
         conn.sendall(b"R" + struct.pack("!ii", 8, 3))  # AuthenticationCleartextPassword
         if not conn.recv(1024):
@@ -528,23 +507,8 @@ def password_server(message: str) -> Iterator[int]:
         body = b"".join(field + b"\0" for field in fields) + b"\0"
         conn.sendall(b"E" + struct.pack("!i", len(body) + 4) + body)
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError, struct.error):
-                serve_one(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
+    with scripted_peer(serve_one) as port:
+        yield port
 
 
 def test_query_mode_without_password_is_a_configuration_error(pg_cluster: MakeCluster) -> None:

@@ -6,7 +6,6 @@ redis-cli prints PONG.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import sys
@@ -18,10 +17,10 @@ from pathlib import Path
 import pytest
 import trustme
 
+from tests.attempts import probe
 from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.checks import check_class
 from waitfor.checks.base import Outcome
 
 pytestmark = pytest.mark.skipif(
@@ -47,20 +46,6 @@ def redis(tmp_path: Path) -> Iterator[MakeServer]:
     yield make
     for server in made:
         server.stop()
-
-
-def probe(url: str, budget: float = 3.0) -> Outcome:
-    """One attempt through the real check, bounded as the runner bounds it."""
-    target = parse_target(url)
-
-    async def attempt() -> Outcome:
-        try:
-            async with asyncio.timeout(budget):
-                return await check_class(target.scheme)(target).probe(budget)
-        except TimeoutError:
-            return Outcome.down(f"timed out after {budget:.1f}s")
-
-    return asyncio.run(attempt())
 
 
 def redis_cli_ready(port: int, *options: str) -> bool:

@@ -7,12 +7,9 @@ the attempt's budget.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import socket
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,8 +17,8 @@ from contextlib import contextmanager
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waitfor import parse_target
-from waitfor.checks import check_class
+from tests.attempts import probe
+from tests.servers import scripted_peer
 from waitfor.checks.base import Outcome
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "400")) // 4
@@ -47,43 +44,19 @@ GREETING = mysql_packet(
 @contextmanager
 def hostile_server(answer: bytes) -> Iterator[int]:
     """Sends ``answer`` to every client, reads a little, then hangs up."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
-    stop = threading.Event()
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(0.2)
-                conn.sendall(answer)
-                conn.recv(4096)
+    def say(conn: socket.socket) -> None:
+        conn.settimeout(0.2)
+        conn.sendall(answer)
+        conn.recv(4096)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
+    with scripted_peer(say) as port:
+        yield port
 
 
 def attempt(url: str) -> tuple[Outcome, float]:
-    target = parse_target(url)
-
-    async def run() -> Outcome:
-        try:
-            async with asyncio.timeout(BUDGET):
-                return await check_class(target.scheme)(target).probe(BUDGET)
-        except TimeoutError:
-            return Outcome.down("timed out")
-
     started = time.monotonic()
-    return asyncio.run(run()), time.monotonic() - started
+    return probe(url, BUDGET), time.monotonic() - started
 
 
 AMQP_START = bytes.fromhex(  # Connection.Start offering PLAIN: the login's answers get fuzzed
