@@ -29,9 +29,9 @@ from tests.brokers import (
     NatsServer,
     RabbitScratch,
     have,
-    listening,
     rabbitmqctl,
 )
+from tests.servers import listening
 
 BINARIES = ("rabbitmqctl", "rabbitmq-diagnostics", "mosquitto", "mosquitto_sub", "nats-server")
 

@@ -25,53 +25,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.servers import free_port
+from tests.servers import ServerProcess, free_port, listening
 
 RABBITMQ_PORT, MOSQUITTO_PORT, NATS_PORT = 5672, 1883, 4222
 
 
-def listening(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex((host, port)) == 0
+class Broker(ServerProcess):
+    """A broker process of our own (its output in ``broker.log``)."""
 
-
-def wait_listening(port: int, process: subprocess.Popen[bytes], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not listening(port):
-        if process.poll() is not None:
-            raise RuntimeError(f"broker exited with {process.returncode} before listening")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"broker not listening on {port} after {seconds}s")
-        time.sleep(0.01)  # the bench takes the first successful connect as "ready"
-
-
-class Broker:
-    """A broker process of our own; start() returns once it listens, stop() is idempotent."""
-
-    def __init__(self, root: Path, port: int | None = None) -> None:
-        self.root = root
-        self.port = port or free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def command(self) -> list[str]:
-        raise NotImplementedError
-
-    def start(self) -> None:
-        log = (self.root / "broker.log").open("ab")
-        self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
-        log.close()
-        wait_listening(self.port, self.process)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+    LOG = "broker.log"
 
 
 class Mosquitto(Broker):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
-from tests.servers import free_port
+from tests.servers import ServerProcess
 
 
 def unavailable_reason(*tools: str) -> str | None:
@@ -21,49 +19,7 @@ def unavailable_reason(*tools: str) -> str | None:
     return None
 
 
-class Server:
-    """A server process; ``start`` returns once it accepts TCP connections on ``port``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def command(self) -> list[str]:
-        raise NotImplementedError
-
-    def start(self, wait: bool = True) -> None:
-        log = (self.root / "server.log").open("ab")
-        self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
-        if wait:
-            self.wait_listening()
-
-    def wait_listening(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.process is not None and self.process.poll() is not None:
-                    log = (self.root / "server.log").read_text()
-                    raise RuntimeError(f"{self.command()[0]} exited:\n{log}") from None
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-class RedisServer(Server):
+class RedisServer(ServerProcess):
     def __init__(self, root: Path, *settings: str) -> None:
         super().__init__(root)
         self.settings = list(settings)
@@ -101,7 +57,7 @@ class RedisServer(Server):
         ).stdout.strip()
 
 
-class Memcached(Server):
+class Memcached(ServerProcess):
     def __init__(self, root: Path, *settings: str) -> None:
         super().__init__(root)
         self.settings = list(settings)

@@ -1,4 +1,5 @@
-"""Real servers for tests: TCP listeners that come up later, HTTP servers whose answers change."""
+"""Real servers for tests: TCP listeners that come up later, HTTP servers whose answers change,
+scripted peers, and the base of the server processes tests start (:class:`ServerProcess`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,68 @@ import os
 import socket
 import socketserver
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+
+def listening(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+class ServerProcess:
+    """A server binary of our own, in the temp dir ``root``, on a free port unless given one.
+
+    ``start`` returns once it accepts TCP connections (``wait=False``: at once; then
+    ``wait_listening``), its output in ``root / LOG``; ``stop`` is idempotent.
+    """
+
+    LOG = "server.log"
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root = root
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.argv: list[str] = []
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, wait: bool = True) -> None:
+        self.argv = self.command()
+        with (self.root / self.LOG).open("ab") as log:
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=log)
+        if wait:
+            self.wait_listening()
+
+    def wait_listening(self, timeout: float = 30) -> None:
+        assert self.process is not None, "start() first"
+        deadline = time.monotonic() + timeout
+        while not listening(self.port):
+            if self.process.poll() is not None:
+                log = (self.root / self.LOG).read_text()
+                code = self.process.returncode
+                raise RuntimeError(f"{self.argv[0]} exited with {code} before listening:\n{log}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.argv[0]} not listening on {self.port} after {timeout}s")
+            time.sleep(0.01)  # the bench takes the first successful connect as "ready"
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
 
 
 def free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:

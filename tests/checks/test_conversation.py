@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT, listening
-from tests.servers import scripted_peer
+from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT
+from tests.servers import listening, scripted_peer
 from waitfor.checks.base import Outcome
 from waitfor.checks.conversation import (
     Briefly,

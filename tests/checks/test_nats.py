@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.brokers import NATS_PORT, NatsServer, have, listening
+from tests.brokers import NATS_PORT, NatsServer, have
 from tests.conftest import FAST
-from tests.servers import scripted_peer
+from tests.servers import listening, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.nats import NatsCheck
 

@@ -11,10 +11,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.brokers import RABBITMQ_PORT, listening
+from tests.brokers import RABBITMQ_PORT
 from tests.dnsserver import DnsServer
 from tests.pg import Cluster
-from tests.servers import free_port, free_ports
+from tests.servers import free_port, free_ports, listening
 from waitfor import WaitTimeout, wait_for
 
 SECRETS = (
