@@ -214,42 +214,22 @@ def raw_http_server(
     URL and the list of request heads received. ``until=b""`` answers after the first bytes
     arrive, whatever the protocol (a PostgreSQL start-up, a MySQL client waiting for a banner).
     """
-    listener = socket.create_server((host, 0), backlog=64)
-    listener.settimeout(0.05)
-    port = listener.getsockname()[1]
-    answer = answer.replace(b"{port}", str(port).encode())
     heads: list[bytes] = []
-    stop = threading.Event()
+    filled: list[bytes] = []  # the answer with its port, made before any client can connect
 
     def reply(conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(5)
-            head = b""
-            with contextlib.suppress(OSError):
-                while len(head) < 65536 and (not head or until not in head):
-                    data = conn.recv(4096)
-                    if not data:
-                        return
-                    head += data
-                heads.append(head)
-                conn.sendall(answer)
+        head = b""
+        while len(head) < 65536 and (not head or until not in head):
+            data = conn.recv(4096)
+            if not data:
+                return
+            head += data
+        heads.append(head)
+        conn.sendall(filled[0])
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=reply, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with scripted_peer(reply, host) as port:
+        filled.append(answer.replace(b"{port}", str(port).encode()))
         yield f"http://{host}:{port}", heads
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
 
 
 def http_answer(
@@ -262,10 +242,12 @@ def http_answer(
 
 
 @contextmanager
-def scripted_peer(answer: Callable[[socket.socket], None]) -> Iterator[int]:
+def scripted_peer(
+    answer: Callable[[socket.socket], None], host: str = "127.0.0.1"
+) -> Iterator[int]:
     """A listener whose every connection is handed to ``answer`` in a thread: a peer that says
     what no real server can be made to say on demand. Yields the port."""
-    listener = socket.create_server(("127.0.0.1", 0))
+    listener = socket.create_server((host, 0), backlog=64)
     listener.settimeout(0.05)
     stop = threading.Event()
 
