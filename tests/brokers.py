@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.servers import ServerProcess, free_port, listening
+from tests.servers import ServerProcess, free_port, listening, scripted_peer
 
 RABBITMQ_PORT, MOSQUITTO_PORT, NATS_PORT = 5672, 1883, 4222
 
@@ -233,10 +233,6 @@ def tls_terminator(backend_port: int, certificate: tuple[Path, Path]) -> Iterato
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(certificate[0]), str(certificate[1]))
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.1)
-    port = int(listener.getsockname()[1])
-    stop = threading.Event()
 
     def relay(source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
@@ -246,35 +242,19 @@ def tls_terminator(backend_port: int, certificate: tuple[Path, Path]) -> Iterato
             sink.shutdown(socket.SHUT_WR)
 
     def serve_one(client: socket.socket) -> None:
-        try:
-            client.settimeout(10)
-            tls = context.wrap_socket(client, server_side=True)
+        client.settimeout(10)
+        with (
+            context.wrap_socket(client, server_side=True) as tls,
+            socket.create_connection(("127.0.0.1", backend_port)) as backend,
+        ):
             tls.settimeout(None)
-        except OSError:
-            client.close()
-            return
-        with tls, socket.create_connection(("127.0.0.1", backend_port)) as backend:
             back = threading.Thread(target=relay, args=(backend, tls), daemon=True)
             back.start()
             relay(tls, backend)
             back.join(10)
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                client, _ = listener.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=serve_one, args=(client,), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with scripted_peer(serve_one) as port:
         yield port
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
 
 
 def have(*binaries: str) -> bool:
