@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 
 def listening(port: int, host: str = "127.0.0.1") -> bool:
@@ -71,6 +71,29 @@ class ServerProcess:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+
+P = TypeVar("P", bound=ServerProcess)
+
+
+@contextmanager
+def server_factory(kind: Callable[..., P], parent: Path) -> Iterator[Callable[..., P]]:
+    """Makes stopped ``kind`` servers, each in a new directory under ``parent`` (the arguments
+    are the kind's after its root); stops every one made on exit."""
+    made: list[P] = []
+
+    def make(*args: Any, **kwargs: Any) -> P:
+        root = parent / f"{kind.__name__.lower()}{len(made)}"
+        root.mkdir()
+        server = kind(root, *args, **kwargs)
+        made.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in made:
+            server.stop()
 
 
 def free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.attempts import probe
 from tests.redisd import Memcached, unavailable_reason
-from tests.servers import Script, banner_server, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -22,18 +22,9 @@ MakeServer = Callable[..., Memcached]
 
 @pytest.fixture
 def memcached(tmp_path: Path) -> Iterator[MakeServer]:
-    made: list[Memcached] = []
-
-    def make(*settings: str) -> Memcached:
-        root = tmp_path / f"memcached{len(made)}"
-        root.mkdir()
-        server = Memcached(root, *settings)
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.stop()
+    """A factory of stopped memcached servers (arguments are memcached's); stopped afterwards."""
+    with server_factory(Memcached, tmp_path) as make:
+        yield make
 
 
 def test_version_answers(memcached: MakeServer) -> None:

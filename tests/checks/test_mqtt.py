@@ -19,7 +19,7 @@ import trustme
 
 from tests.brokers import MOSQUITTO_PORT, Mosquitto, have
 from tests.conftest import FAST
-from tests.servers import listening, scripted_peer
+from tests.servers import listening, scripted_peer, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.mqtt import MqttCheck
 
@@ -32,17 +32,8 @@ MakeBroker = Callable[..., Mosquitto]
 @pytest.fixture
 def mosquitto(tmp_path: Path) -> Iterator[MakeBroker]:
     """A factory of stopped Mosquitto instances; every one is stopped afterwards."""
-    made: list[Mosquitto] = []
-
-    def make(**kwargs: object) -> Mosquitto:
-        broker = Mosquitto(tmp_path / str(len(made)), **kwargs)  # type: ignore[arg-type]
-        broker.root.mkdir()
-        made.append(broker)
-        return broker
-
-    yield make
-    for broker in made:
-        broker.stop()
+    with server_factory(Mosquitto, tmp_path) as make:
+        yield make
 
 
 @pytest.mark.parametrize(

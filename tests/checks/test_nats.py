@@ -14,7 +14,7 @@ import trustme
 
 from tests.brokers import NATS_PORT, NatsServer, have
 from tests.conftest import FAST
-from tests.servers import listening, scripted_peer
+from tests.servers import listening, scripted_peer, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.nats import NatsCheck
 
@@ -26,18 +26,8 @@ shared = pytest.mark.skipif(not listening(NATS_PORT), reason="no NATS on 4222")
 @pytest.fixture
 def nats(tmp_path: Path) -> Iterator[MakeServer]:
     """A factory of stopped nats-server instances; every one is stopped afterwards."""
-    made: list[NatsServer] = []
-
-    def make(**kwargs: object) -> NatsServer:
-        root = tmp_path / str(len(made))
-        root.mkdir()
-        server = NatsServer(root, **kwargs)  # type: ignore[arg-type]
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.stop()
+    with server_factory(NatsServer, tmp_path) as make:
+        yield make
 
 
 def reason_of(url: str, timeout: float = 1) -> str:

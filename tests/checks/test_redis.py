@@ -19,7 +19,7 @@ import trustme
 
 from tests.attempts import probe
 from tests.redisd import RedisServer, unavailable_reason
-from tests.servers import Script, banner_server, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.base import Outcome
 
@@ -34,18 +34,8 @@ MakeServer = Callable[..., RedisServer]
 @pytest.fixture
 def redis(tmp_path: Path) -> Iterator[MakeServer]:
     """A factory of stopped redis-servers (arguments are redis-server's); stopped afterwards."""
-    made: list[RedisServer] = []
-
-    def make(*settings: str) -> RedisServer:
-        root = tmp_path / f"redis{len(made)}"
-        root.mkdir()
-        server = RedisServer(root, *settings)
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.stop()
+    with server_factory(RedisServer, tmp_path) as make:
+        yield make
 
 
 def redis_cli_ready(port: int, *options: str) -> bool:
