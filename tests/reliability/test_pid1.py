@@ -5,40 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.reliability.pidns import as_pid1, pid1_of
 from tests.servers import free_port, tcp_listener
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
     reason="a PID namespace needs root and unshare (util-linux)",
 )
-
-
-def as_pid1(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def pid1_of(namespace_root: subprocess.Popen[str]) -> int:
-    """The host PID of the process that is PID 1 inside (unshare's child)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        children = subprocess.run(
-            ["pgrep", "-P", str(namespace_root.pid)], capture_output=True, text=True
-        ).stdout.split()
-        if children:
-            return int(children[0])
-        time.sleep(0.05)
-    raise AssertionError("no PID 1 appeared")
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.pidns import pid1_of
 from tests.reliability.silent_nameserver import (
     SilentNameserver,
     silent_nameserver,
@@ -124,19 +125,6 @@ def test_the_reasons_of_resolved_names_are_unchanged(
     )
     assert result.returncode == 124
     assert json.loads(result.stderr.splitlines()[-1])["reason"] == "127.0.0.1:1 connection refused"
-
-
-def pid1_of(namespace_root: subprocess.Popen[str]) -> int:
-    """The host PID of the process that is PID 1 inside (unshare's child)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        children = subprocess.run(
-            ["pgrep", "-P", str(namespace_root.pid)], capture_output=True, text=True
-        ).stdout.split()
-        if children:
-            return int(children[0])
-        time.sleep(0.05)
-    raise AssertionError("no PID 1 appeared")
 
 
 @pytest.mark.parametrize(
