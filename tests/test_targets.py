@@ -64,6 +64,9 @@ def test_valid_targets(text: str, host: str, port: int) -> None:
         ("http://api#status=abc", "expected codes or ranges"),
         ("http://api#body=(", "body regex '(' is invalid"),
         ("http://api#header=X-A:%0d%0aEvil:1", "contains control characters"),
+        # decoded into the shown address, %0A would start a forged line of output
+        ("file:///tmp/x%0Awaitfor:%20db%20is%20ready", "control characters once percent-decoded"),
+        ("unix:///run/a%0Db.sock", "control characters once percent-decoded"),
         ("http://api#header=nocolon", "header must be 'Name: value'"),
         ("http://api#method=POST", "method must be one of"),
         ("http://api#cacert=/nonexistent.pem", "does not exist"),

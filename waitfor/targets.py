@@ -112,6 +112,8 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
             if _CONTROL.search(value):
                 raise ValueError(f"option {key!r} contains control characters")
         parsed = cls.parse_address(scheme, address)
+        if _CONTROL.search(parsed.display):  # %0A decoded: its lines would be forgeries
+            raise ValueError("contains control characters once percent-decoded")
         options_shown = redaction.options(fragment, cls.PLAIN_OPTIONS)
         shown = parsed.display + (f"#{options_shown}" if fragment else "")
         given = {k for k, _ in pairs}
