@@ -21,14 +21,14 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signals_end_the_wait_as_pid1(sig: signal.Signals, code: int) -> None:
-    root = as_pid1("-m", "waitfor", "-t", "5m", f"tcp://127.0.0.1:{free_port()}")
-    assert root.stderr is not None
-    root.stderr.readline()  # "waiting for ...": handlers are in place
-    pid = pid1_of(root)
-    sent = time.monotonic()
-    os.kill(pid, sig)
-    assert root.wait(timeout=10) == code
-    took = time.monotonic() - sent
+    with as_pid1("-m", "waitfor", "-t", "5m", f"tcp://127.0.0.1:{free_port()}") as root:
+        assert root.stderr is not None
+        root.stderr.readline()  # "waiting for ...": handlers are in place
+        pid = pid1_of(root)
+        sent = time.monotonic()
+        os.kill(pid, sig)
+        assert root.wait(timeout=10) == code
+        took = time.monotonic() - sent
     print(f"\n{sig.name} to waitfor as PID 1: exit {code} after {took * 1000:.0f} ms")
     assert took < 1.0
 
@@ -41,9 +41,10 @@ def test_the_command_replaces_waitfor_and_gets_the_signals() -> None:
         "print(os.getpid(), flush=True)\n"
         "time.sleep(60)\n"
     )
-    with tcp_listener(port):
-        root = as_pid1("-m", "waitfor", f"tcp://127.0.0.1:{port}", "--", sys.executable, "-c", app)
-        assert root.stdout is not None
-        assert root.stdout.readline().strip() == "1"  # the command is PID 1 now, not a child
-    os.kill(pid1_of(root), signal.SIGTERM)
-    assert root.wait(timeout=10) == 42  # its own handler ran: the signal reached it
+    command = ("-m", "waitfor", f"tcp://127.0.0.1:{port}", "--", sys.executable, "-c", app)
+    with as_pid1(*command) as root:
+        with tcp_listener(port):
+            assert root.stdout is not None
+            assert root.stdout.readline().strip() == "1"  # the command is PID 1 now, not a child
+        os.kill(pid1_of(root), signal.SIGTERM)
+        assert root.wait(timeout=10) == 42  # its own handler ran: the signal reached it

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.pidns import pid1_of
+from tests.reliability.pidns import end_namespace, pid1_of
 from tests.reliability.silent_nameserver import (
     SilentNameserver,
     silent_nameserver,
@@ -154,9 +154,7 @@ def test_signals_end_the_wait_at_once_as_pid1_while_resolving(
         took = time.monotonic() - sent
         _, stderr = root.communicate()
     finally:
-        if root.poll() is None:
-            root.kill()
-            root.wait()
+        end_namespace(root)
     print(f"\n{sig.name} x{times} to PID 1 while resolving: exit {code} after {took * 1000:.0f} ms")
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == f"waitfor: error: interrupted by {sig.name}"
