@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Backoff:
+    """The delays between attempts (see the module's docstring for the defaults)."""
+
     initial: float = 0.05
     multiplier: float = 2.0
     maximum: float = 0.6
