@@ -14,9 +14,8 @@ from urllib.parse import unquote
 
 MASK = "***"
 
-_SECRET_NAME = re.compile(
-    r"pass|pwd|secret|token|key|auth|sig|credential|session|cookie", re.IGNORECASE
-)
+# Patterns only some targets need are compiled on first use (re caches them): start-up time.
+_SECRET_NAME = r"(?i)pass|pwd|secret|token|key|auth|sig|credential|session|cookie"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _OPTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _HOST = re.compile(r"[\w.~%:\[\]-]*")  # what a host[:port] is made of (IDN letters included)
@@ -24,7 +23,7 @@ _HOST = re.compile(r"[\w.~%:\[\]-]*")  # what a host[:port] is made of (IDN lett
 
 def is_secret_name(name: str) -> bool:
     """Whether a query parameter or option named like this carries a credential."""
-    return bool(_SECRET_NAME.search(name))
+    return bool(re.search(_SECRET_NAME, name))
 
 
 def is_option_name(key: str) -> bool:
@@ -119,15 +118,16 @@ def unparsed(text: str) -> str:
     return f"{scheme}//{shown_userinfo}{host}{shown_path}{more}"
 
 
-_DSN_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)*)")
+_DSN_PAIR = r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)*)"  # compiled on first use
 
 
 def dsn_keywords(text: str) -> str:
     """``host=db password=*** ...``: keywords as far as they can be read, secret values masked."""
+    pair = re.compile(_DSN_PAIR)
     shown = []
     position = 0
     while position < len(text.rstrip()):
-        match = _DSN_PAIR.match(text, position)
+        match = pair.match(text, position)
         if match is None or match.end() == position:
             shown.append("...")
             break

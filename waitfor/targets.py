@@ -20,7 +20,6 @@ from waitfor.errors import TargetError
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_NOT_UTF8 = re.compile(r"[\ud800-\udfff]")  # argv and environ carry undecodable bytes as these
 NAMESPACE_PLACEHOLDER = "{namespace}"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -49,6 +48,15 @@ class Target:
 
     def param(self, key: str) -> str | None:
         return dict(self.params).get(key)
+
+
+def _is_utf8(text: str) -> bool:
+    """argv and environ carry bytes that are not UTF-8 as lone surrogates, which cannot encode."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target:
@@ -88,7 +96,7 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         raise TargetError(text, "empty target")
     if _CONTROL.search(text):
         raise TargetError(shown, "contains control characters")
-    if _NOT_UTF8.search(text):
+    if not _is_utf8(text):
         raise TargetError(shown, "contains bytes that are not UTF-8")
     if kind is None or cls is None:
         known = ", ".join(f"{s}:" for s in checks.known_schemes())

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from waitfor.checks.base import Check
 
 ENTRY_POINT_GROUP = "waitfor.kinds"
-_SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]*")
+_SCHEME_NAME = r"[a-z][a-z0-9+.-]*"  # compiled on first use: only plugins need it
 
 
 class Kind(NamedTuple):
@@ -76,7 +76,7 @@ def installed() -> dict[str, Kind]:
     found: dict[str, Kind] = {}
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         scheme = entry.name.strip().lower()
-        if scheme in KINDS or not _SCHEME_NAME.fullmatch(scheme):
+        if scheme in KINDS or not re.fullmatch(_SCHEME_NAME, scheme):
             continue  # built-in schemes are not taken over; a bad name could never be used
         dist = entry.dist
         origin = f"{dist.name} {dist.version}" if dist is not None else "an installed package"
