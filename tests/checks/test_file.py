@@ -1,10 +1,20 @@
-"""Files: exists, non-empty, dangling links, directories, written later by someone else."""
+"""Files: exists, non-empty, dangling links, directories, written later by someone else.
+
+A hung NFS or FUSE mount is played by ``os.stat``/``os.scandir`` held at a gate for paths under
+:data:`HUNG`: the calls block in their thread exactly where a dead mount would.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +107,130 @@ def test_addresses(text: str, path: str) -> None:
 def test_bad_targets(text: str, error: str) -> None:
     with pytest.raises(TargetError, match=error):
         parse_target(text)
+
+
+HUNG = "/waitfor-hung-mount"
+
+
+class Gate:
+    """A filesystem call on a path under HUNG blocks until opened; others pass through."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.opened = threading.Event()
+        self.calls = 0
+
+    def __call__(self, path: Any, *args: Any, **kw: Any) -> Any:
+        if str(path).startswith(HUNG):
+            self.calls += 1
+            self.opened.wait(30)
+            path = str(path)[len(HUNG) :] or "/"
+        return self.real(path, *args, **kw)
+
+
+@pytest.fixture
+def hung_stat(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    held = Gate(os.stat)
+    monkeypatch.setattr(os, "stat", held)
+    try:
+        yield held
+    finally:
+        held.opened.set()
+
+
+def test_a_hung_stat_holds_neither_the_deadline_nor_other_targets(
+    hung_stat: Gate, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    ready.touch()
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(
+            f"file://{HUNG}/x",
+            f"file://{ready}",
+            timeout=1,
+            attempt_timeout=0.3,
+            backoff=FAST,
+        )
+    assert time.monotonic() - started < 3.0  # a stat on the loop would hold it for 30 s
+    hung, other = info.value.results
+    assert hung.reason.startswith(f"stat {HUNG}/x: no answer after ")
+    assert hung.attempts > 1
+    assert hung_stat.calls == 1  # later attempts wait on the stuck call, not a thread each
+    assert other.ready
+    assert other.reason == f"{ready} exists (0 bytes)"
+
+
+def test_the_answer_of_a_slow_stat_is_used_when_it_comes(hung_stat: Gate, tmp_path: Path) -> None:
+    timer = threading.Timer(0.5, hung_stat.opened.set)
+    timer.start()
+    try:
+        target = f"file://{HUNG}{tmp_path}"
+        results = wait_for(target, timeout=10, attempt_timeout=0.2, backoff=FAST)
+    finally:
+        timer.join()
+    assert results[0].reason == f"{HUNG}{tmp_path} exists (a directory)"
+
+
+def test_a_hung_listing_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    passing, held = Gate(os.stat), Gate(os.scandir)
+    passing.opened.set()
+    monkeypatch.setattr(os, "stat", passing)
+    monkeypatch.setattr(os, "scandir", held)
+    try:
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(f"file://{HUNG}{tmp_path}#nonempty", timeout=0.5, backoff=FAST)
+    finally:
+        held.opened.set()
+    assert info.value.results[0].reason.startswith(f"listing {HUNG}{tmp_path}: no answer after ")
+
+
+# The CLI in a child whose os.stat hangs for ever under HUNG, as on a dead mount: the thread is
+# never released, so only abandoning it lets the process keep its deadline and its signals.
+CHILD = f"""
+import os, runpy, sys, threading
+real, never = os.stat, threading.Event()
+def stat(path, *args, **kw):
+    if str(path).startswith({HUNG!r}):
+        never.wait()
+    return real(path, *args, **kw)
+os.stat = stat
+sys.argv = ["waitfor", *sys.argv[1:]]
+runpy.run_module("waitfor", run_name="__main__")
+"""
+
+
+def hung_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, *args, f"file://{HUNG}/token"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_the_cli_keeps_its_deadline_over_a_hung_stat() -> None:
+    started = time.monotonic()
+    proc = hung_cli("--timeout", "1", "--attempt-timeout", "0.5")
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 124
+    assert time.monotonic() - started < 6.0  # interpreter start-up on a busy machine included
+    assert f"stat {HUNG}/token: no answer after " in err
+
+
+def test_sigterm_ends_the_cli_during_a_hung_stat() -> None:
+    proc = hung_cli("--timeout", "60")
+    try:
+        assert proc.stderr is not None
+        proc.stderr.readline()  # "waiting for ..." once the wait has begun
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 143
+        assert time.monotonic() - sent < 2.0
+        assert "interrupted by SIGTERM" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.communicate()

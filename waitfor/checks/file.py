@@ -3,15 +3,24 @@
 For a token or config file that another init container or a sidecar writes. A symbolic link is
 followed, as the application opening the path will follow it: a link whose target does not exist
 (yet) is not ready, and the reason says it is a dangling link. A directory exists like a file;
-``nonempty`` means it holds at least one entry. ``stat`` on a local path does not block, so the
-probe is synchronous.
+``nonempty`` means it holds at least one entry.
+
+``stat`` and ``scandir`` block on a hung NFS or FUSE mount, so they run in a daemon thread, never on
+the event loop (it would hold every target, the deadline and SIGTERM) nor in the default executor
+(``asyncio.run`` waits for it at exit). A cancelled attempt abandons the thread; while it is stuck,
+later attempts on the same path wait on it instead of starting another. An attempt cut off there
+says so: "stat /mnt/x: no answer after 1.0s".
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import unquote
 
 from waitfor.checks.base import (
@@ -23,6 +32,9 @@ from waitfor.checks.base import (
     flag,
     reject_unknown,
 )
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,16 @@ class FileCheck(Check):
 
     async def probe(self, budget: float) -> Outcome:
         assert isinstance(self.target.options, FileOptions)
-        return inspect(self.target.host, nonempty=self.target.options.nonempty)
+        import asyncio  # imported already by whoever awaits this; kept off the module's imports
+
+        from waitfor.checks.activity import waiting_on
+
+        inspection = _Inspection.start(self.target.host, self.target.options.nonempty)
+        with waiting_on(lambda waited: f"{inspection.step}: no answer after {waited:.1f}s"):
+            outcome = await asyncio.shield(inspection.future)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
 
 def file_path(url: str) -> str:
@@ -67,7 +88,9 @@ def file_path(url: str) -> str:
     return path
 
 
-def inspect(path: str, *, nonempty: bool) -> Outcome:
+def inspect(path: str, *, nonempty: bool, doing: Callable[[str], None]) -> Outcome:
+    """The outcome for ``path``, as slow as its filesystem; ``doing`` hears each call made."""
+    doing(f"stat {path}")
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -79,6 +102,7 @@ def inspect(path: str, *, nonempty: bool) -> Outcome:
     if stat.S_ISDIR(info.st_mode):
         if not nonempty:
             return Outcome.up(f"{path} exists (a directory)")
+        doing(f"listing {path}")
         try:
             with os.scandir(path) as entries:
                 has_entry = next(entries, None) is not None
@@ -90,3 +114,59 @@ def inspect(path: str, *, nonempty: bool) -> Outcome:
     if nonempty and info.st_size == 0:
         return Outcome.down(f"{path} is empty")
     return Outcome.up(f"{path} exists ({info.st_size} bytes)")
+
+
+InspectionOutcome = Outcome | BaseException
+
+
+class _Inspection:
+    """:func:`inspect` in a daemon thread, one per path at a time however many attempts wait."""
+
+    _lock = threading.Lock()
+    _running: ClassVar[dict[tuple[asyncio.AbstractEventLoop, str, bool], _Inspection]] = {}
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, path: str, nonempty: bool) -> None:
+        self.loop = loop
+        self.key = (loop, path, nonempty)
+        self.step = f"stat {path}"  # what the thread is in now; read by the attempt cut off
+        self.future: asyncio.Future[InspectionOutcome] = loop.create_future()
+
+    @classmethod
+    def start(cls, path: str, nonempty: bool) -> _Inspection:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        with cls._lock:
+            running = cls._running.get((loop, path, nonempty))
+            if running is not None:
+                return running  # a hung mount must not cost a thread per attempt
+            inspection = cls._running[(loop, path, nonempty)] = _Inspection(loop, path, nonempty)
+        try:
+            thread = threading.Thread(target=inspection.run, name=f"waitfor-{path}", daemon=True)
+            thread.start()
+        except RuntimeError as exc:  # "can't start new thread": out of threads or memory
+            inspection.finish(Outcome.down(f"{path}: cannot start a thread to look ({exc})"))
+        return inspection
+
+    def run(self) -> None:  # in the inspection's own thread
+        _, path, nonempty = self.key
+        outcome: InspectionOutcome
+        try:
+            outcome = inspect(path, nonempty=nonempty, doing=self.doing)
+        except Exception as exc:  # handed to the awaiting attempt
+            outcome = exc
+        self.finish(outcome)
+
+    def doing(self, step: str) -> None:
+        self.step = step
+
+    def finish(self, outcome: InspectionOutcome) -> None:
+        with self._lock:
+            if self._running.get(self.key) is self:
+                del self._running[self.key]
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self.loop.call_soon_threadsafe(self._deliver, outcome)
+
+    def _deliver(self, outcome: InspectionOutcome) -> None:
+        if not self.future.done():
+            self.future.set_result(outcome)
