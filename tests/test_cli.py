@@ -155,6 +155,9 @@ def test_timeout_zero_waits_forever(passed: Passed, monkeypatch: pytest.MonkeyPa
             "'soon' is not a duration",
         ),
         (["http://u:hunter2@h:99999"], {}, "invalid port"),
+        (["redis://:hunter2%FF@db"], {}, "the password is not valid UTF-8"),
+        (["mysql://u:hunter2%FF@db/app"], {}, "the password is not valid UTF-8"),
+        (["memcached://u:hunter2%FF@cache"], {}, "the password is not valid UTF-8"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

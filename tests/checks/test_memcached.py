@@ -82,6 +82,8 @@ def test_targets() -> None:
         ("memcached://only@cache", "both or neither"),
         ("memcached://a%20b:c@cache", "cannot contain spaces"),
         ("memcached://cache#mode=query", "unknown option 'mode'"),
+        ("memcached://u:%FF@cache", "password is not valid UTF-8"),
+        ("memcached://%C3%28:p@cache", "user is not valid UTF-8"),
     ):
         with pytest.raises(TargetError, match=message):
             parse_target(bad)

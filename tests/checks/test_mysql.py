@@ -423,6 +423,19 @@ def test_passwords_never_shown() -> None:
         assert "app:***@127.0.0.1" in shown
 
 
+@pytest.mark.parametrize(
+    ("text", "part"),
+    [
+        ("mysql://app:%FF@db/app", "password"),
+        ("mariadb://%C3%28:p@db/app", "user"),
+        ("mysql://app@db/%FF", "database name"),
+    ],
+)
+def test_parts_that_are_not_utf8_once_decoded_are_refused(text: str, part: str) -> None:
+    with pytest.raises(TargetError, match=f"the {part} is not valid UTF-8 once percent-decoded"):
+        parse_target(text)
+
+
 def test_address_forms() -> None:
     assert str(parse_target("mysql://db")) == "mysql://db:3306"
     assert str(parse_target("mariadb://u:p@[::1]:3307/app")) == "mariadb://u:***@[::1]:3307/app"

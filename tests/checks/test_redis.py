@@ -293,6 +293,9 @@ def test_targets_and_secrets() -> None:
         ("redis://db#role=replica", "role must be master"),
         ("redis://db#mode=sure", "mode must be ping or query"),
         ("redis://db#key=", "key needs a name"),
+        ("redis://:%FF@db", "password is not valid UTF-8"),  # a login that could never succeed
+        ("redis://%FF@db", "password is not valid UTF-8"),  # the lone userinfo is the password
+        ("redis://%C3%28:p@db", "user is not valid UTF-8"),
     ):
         with pytest.raises(TargetError, match=message):
             parse_target(bad)

@@ -9,7 +9,6 @@ up, as a PostgreSQL server that asks for a password is up for pg_isready.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 from waitfor import redaction, urls
 from waitfor.checks.base import Address, Check, Outcome, describe_os_error, host_port
@@ -33,7 +32,8 @@ class MemcachedCheck(Check):
             raise ValueError("memcached targets are memcached://[USER:PASSWORD@]HOST[:PORT]")
         if (parts.username is None) != (parts.password is None):
             raise ValueError("memcached credentials are USER:PASSWORD, both or neither")
-        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        user = urls.decoded(parts.username or "", "user")
+        password = urls.decoded(parts.password or "", "password")
         if " " in user or " " in password or "\n" in user + password:
             raise ValueError("memcached user and password cannot contain spaces")
         userinfo = redaction.userinfo(parts.username, parts.password)

@@ -58,9 +58,9 @@ def parse_mysql_address(scheme: str, address: str) -> Address:
     parts = urls.split(address)
     host = urls.host(parts)
     port = urls.port(parts, default=DEFAULT_PORT)
-    user = unquote(parts.username or "")
-    password = unquote(parts.password or "")
-    database = unquote(parts.path.removeprefix("/"))
+    user = urls.decoded(parts.username or "", "user")
+    password = urls.decoded(parts.password or "", "password")
+    database = urls.decoded(parts.path.removeprefix("/"), "database name")
     if "/" in database:
         raise ValueError(f"the path is the database name, not {parts.path!r}")
     params = {"user": user, "password": password, "database": database, "ssl_mode": "PREFERRED"}

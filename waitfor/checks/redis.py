@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import ClassVar
-from urllib.parse import unquote
 
 from waitfor import redaction, urls
 from waitfor.checks import tlsconfig
@@ -73,12 +72,12 @@ class RedisCheck(Check):
         database = parts.path.removeprefix("/")
         if database and not (database.isascii() and database.isdigit()):
             raise ValueError(f"the path is the database number, not {parts.path!r}")
-        password = unquote(parts.password or "")
+        password = urls.decoded(parts.password or "", "password")
         userinfo = redaction.userinfo(parts.username, parts.password)
         if parts.password is None and parts.username:
             # redis://secret@host: redis-cli takes a lone userinfo as the password
-            userinfo, password = f"{redaction.MASK}@", unquote(parts.username)
-        user = unquote(parts.username or "") if parts.password is not None else ""
+            userinfo, password = f"{redaction.MASK}@", urls.decoded(parts.username, "password")
+        user = urls.decoded(parts.username or "", "user") if parts.password is not None else ""
         display = f"{scheme}://{userinfo}{host_port(host, port)}"
         display += f"/{database}" if database else ""
         params = (("user", user), ("password", password), ("db", database or "0"))
