@@ -11,7 +11,8 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from waitfor import redaction
 
-# What ipaddress.IPv4Address accepts (dotted decimal, no leading zeros), without importing it.
+# What ipaddress.IPv4Address accepts (dotted decimal, no leading zeros), without importing it:
+# urllib.parse imports ipaddress itself only from Python 3.11.4 on.
 _IPV4 = re.compile(
     r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 )
