@@ -88,6 +88,8 @@ TARGETS = st.lists(
             "postgresql://127.0.0.1:5432/postgres",
             "postgres://nosuchuser@localhost:5432/nodb?sslmode=disable",
             "host=/var/run/postgresql dbname=postgres#mode=ping",
+            "file:///etc/hostname#nonempty",
+            "file://localhost/etc",
         ]
     ),
     min_size=1,
@@ -135,7 +137,8 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, i
     ready = parse_target(f"tcp://127.0.0.1:{ports['v4']}")
     refused = parse_target(f"tcp://127.0.0.1:{free_port()}")
     https = parse_target(f"https://127.0.0.1:{ports['v4']}/")  # no probe_now: event loop only
-    for targets in ([ready, refused], [refused, ready], [ready, https]):
+    missing = parse_target("file:///nonexistent/waitfor-token")
+    for targets in ([ready, refused], [refused, ready], [ready, https], [ready, missing]):
         events: list[Event] = []
         now = time.monotonic()
         assert quickstart.all_ready_now(targets, started=now, budget=5, emit=events.append) is None
@@ -148,7 +151,7 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, i
     assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
 
 
-@pytest.mark.parametrize("kind", ["tcp", "postgres"])
+@pytest.mark.parametrize("kind", ["tcp", "postgres", "file"])
 def test_a_ready_run_never_imports_asyncio(
     ports: dict[str, int], tmp_path: Path, kind: str
 ) -> None:
@@ -162,6 +165,7 @@ def test_a_ready_run_never_imports_asyncio(
     target = {
         "tcp": f"tcp://127.0.0.1:{ports['v4']}",
         "postgres": "postgresql://127.0.0.1:5432/postgres?sslmode=disable",
+        "file": "file:///etc/hostname",
     }[kind]
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), target],
