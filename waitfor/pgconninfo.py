@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from waitfor import redaction
@@ -238,8 +238,7 @@ def _validate(params: dict[str, str]) -> None:
         raise ValueError(f"invalid connect_timeout {timeout!r} (whole seconds)")
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):  # not a frozen dataclass: cheaper to create at start
     host: str  # a name, an IP address or a socket directory: what TLS and messages name
     address: str  # what is connected to: the paired hostaddr if given, else the host
     port: int

@@ -14,9 +14,8 @@ but that was never given cannot appear by retrying, so that one is a configurati
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from waitfor import pgconninfo, redaction, urls
 from waitfor.checks.base import (
@@ -40,8 +39,7 @@ MODES = ("ping", "query")
 AUTHENTICATION_FAILED = frozenset({"28P01", "28000"})  # invalid password; authorization spec
 
 
-@dataclass(frozen=True)
-class PostgresOptions:
+class PostgresOptions(NamedTuple):  # not a frozen dataclass: cheaper to create at start
     mode: str = "ping"
     primary: bool = False  # query mode: not ready on a read-only server (standby, recovery)
 
