@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import os
 import socket
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
@@ -35,7 +34,8 @@ if TYPE_CHECKING:  # the event loop's pieces and ssl are imported where used: se
 
     from waitfor.checks import net
 
-SSL_REQUEST = struct.pack("!ii", 8, 80877103)
+# Network-order int32s by int.to_bytes, not struct: one module fewer to load at start.
+SSL_REQUEST = (8).to_bytes(4, "big") + (80877103).to_bytes(4, "big")
 PROTOCOL_3_0 = 196608
 CANNOT_CONNECT_NOW = "57P03"
 MAX_MESSAGE = 30000  # libpq's limit for messages before authentication
@@ -394,7 +394,7 @@ async def _read_verdict(channel: _Channel) -> PingResult:
                 Ping.NO_RESPONSE,
                 f"expected authentication request from server, but received {_char(header)}",
             )
-        (length,) = struct.unpack("!i", await channel.readexactly(4))
+        length = int.from_bytes(await channel.readexactly(4), "big", signed=True)
         if not 4 <= length <= MAX_MESSAGE:
             return PingResult(Ping.NO_RESPONSE, "invalid message length from server")
         body = await channel.readexactly(length - 4)
@@ -418,9 +418,9 @@ def _startup_message(params: dict[str, str]) -> bytes:
     pairs.append(("application_name", params.get("application_name", "waitfor")))
     if params.get("options"):
         pairs.append(("options", params["options"]))
-    body = struct.pack("!i", PROTOCOL_3_0)
+    body = PROTOCOL_3_0.to_bytes(4, "big")
     body += b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in pairs) + b"\0"
-    return struct.pack("!i", len(body) + 4) + body
+    return (len(body) + 4).to_bytes(4, "big", signed=True) + body
 
 
 def _error_fields(body: bytes) -> dict[str, str]:
