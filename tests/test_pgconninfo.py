@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import pwd
+
 import pytest
 
 from waitfor.checks.postgres import PostgresOptions
@@ -70,6 +73,14 @@ def test_libpq_environment_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None
     assert params("postgresql://other/x")["host"] == "other"  # the string wins
     monkeypatch.delenv("PGHOST")
     assert params("postgresql:///x")["host"] == "/var/run/postgresql"
+
+
+def test_default_user_is_the_passwd_name_not_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libpq takes the effective UID's passwd entry; $USER and $LOGNAME do not count."""
+    monkeypatch.setenv("USER", "not-me")
+    monkeypatch.setenv("LOGNAME", "not-me")
+    p = params("postgresql://db/")
+    assert p["user"] == p["dbname"] == pwd.getpwuid(os.geteuid()).pw_name
 
 
 @pytest.mark.parametrize(

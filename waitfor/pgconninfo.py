@@ -8,6 +8,8 @@ the built-in defaults, so that the ping (native) and query (psycopg) modes see t
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -265,11 +267,10 @@ def endpoints(params: dict[str, str]) -> list[Endpoint]:
 
 
 def _os_user() -> str:
+    """libpq's default user: the effective UID's passwd name ($USER and $LOGNAME do not count)."""
     try:
-        import getpass  # only when no user is given: it loads termios
-
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry, as for arbitrary UIDs in containers
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:  # no passwd entry, as for arbitrary UIDs in containers
         return "postgres"
 
 
