@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from waitfor import checks, redaction
 from waitfor.errors import TargetError
+from waitfor.values import Value
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -24,10 +24,21 @@ NAMESPACE_PLACEHOLDER = "{namespace}"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
-@dataclass(frozen=True, repr=False)
-class Target:
+class Target(Value):
     """A parsed target. ``str()`` and ``repr()`` never show a secret; ``url`` may hold them."""
 
+    __slots__ = (  # noqa: RUF023  # the constructor's order
+        "kind",
+        "scheme",
+        "url",
+        "host",
+        "port",
+        "options",
+        "display",
+        "secrets",
+        "params",
+    )
+    _compared = ("kind", "scheme", "url", "host", "port", "options", "display", "params")
     kind: str  # the check kind, as the registry names it
     scheme: str
     url: str  # as given minus the options fragment; may carry credentials: never print it
@@ -37,8 +48,32 @@ class Target:
     display: str  # built from the parsed parts without secrets: for every output
     #: the credential values this target holds; nothing searches output for them (the display is
     #: built without them), tests assert they never appear
-    secrets: frozenset[str] = field(default=frozenset(), compare=False)
-    params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
+    secrets: frozenset[str]
+    params: tuple[tuple[str, str], ...]  # kind-specific address parts
+
+    def __init__(
+        self,
+        kind: str,
+        scheme: str,
+        url: str,
+        host: str,
+        port: int | None,
+        options: object,
+        display: str,
+        secrets: frozenset[str] = frozenset(),
+        params: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self._set(
+            kind=kind,
+            scheme=scheme,
+            url=url,
+            host=host,
+            port=port,
+            options=options,
+            display=display,
+            secrets=secrets,
+            params=params,
+        )
 
     def __str__(self) -> str:
         return self.display
