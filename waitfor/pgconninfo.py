@@ -13,11 +13,11 @@ import pwd
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
-from urllib.parse import unquote
 
 from waitfor import redaction
 from waitfor.pgservice import service_definition
 from waitfor.redaction import MASK
+from waitfor.urlsplit import unquote
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
 KEYWORDS = frozenset(

@@ -10,7 +10,8 @@ A target that does not parse is shown by :func:`unparsed`, which keeps only what
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
+
+from waitfor.urlsplit import unquote
 
 MASK = "***"
 

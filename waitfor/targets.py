@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from urllib.parse import unquote
 
 from waitfor import checks, redaction
 from waitfor.errors import TargetError
+from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")

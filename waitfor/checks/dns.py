@@ -21,10 +21,10 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 from waitfor import urls
 from waitfor.checks.base import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.urlsplit import unquote
 
 if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
     import dns.asyncresolver

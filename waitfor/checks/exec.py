@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from waitfor.checks.base import Address, Check, Outcome
 from waitfor.redaction import MASK, is_secret_name, userinfo
+from waitfor.urlsplit import urlsplit
 
 #: stands for a hidden value while the words are quoted (quoting would wrap "***" in quotes)
 _HOLE = "WAITFORHIDDENVALUE"
@@ -106,4 +106,7 @@ def _url_with_password(arg: str) -> tuple[str, str] | None:
         return None
     netloc = userinfo(parts.username, password).replace(MASK, _HOLE)
     netloc += parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=netloc).geturl(), password
+    scheme = f"{parts.scheme}:" if parts.scheme else ""
+    query = f"?{parts.query}" if parts.query else ""
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return f"{scheme}//{netloc}{parts.path}{query}{fragment}", password  # as urlunsplit joins

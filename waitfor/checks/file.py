@@ -21,7 +21,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import unquote
 
 from waitfor.checks.base import (
     Address,
@@ -32,6 +31,7 @@ from waitfor.checks.base import (
     flag,
     reject_unknown,
 )
+from waitfor.urlsplit import unquote
 
 if TYPE_CHECKING:
     import asyncio

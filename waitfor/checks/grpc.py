@@ -18,7 +18,6 @@ import struct
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from waitfor import urls
 from waitfor.checks.base import (
@@ -32,6 +31,7 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
+from waitfor.urlsplit import unquote
 
 if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing
     import asyncio

@@ -22,7 +22,6 @@ import zlib
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 from waitfor import redaction, urls
 from waitfor.checks import jsonexpect
@@ -37,6 +36,7 @@ from waitfor.checks.base import (
     single,
     standard_address,
 )
+from waitfor.urlsplit import unquote
 
 if TYPE_CHECKING:  # httpx, ssl and RE2 are imported when needed: parsing a target stays cheap
     import httpx

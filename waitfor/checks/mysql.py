@@ -21,7 +21,6 @@ with ssl-mode REQUIRED or stricter it does not even send the password's scramble
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 from waitfor import redaction, urls
 from waitfor.checks.base import (
@@ -35,6 +34,7 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
+from waitfor.urlsplit import unquote
 
 DEFAULT_PORT = 3306
 MODES = ("ping", "query")

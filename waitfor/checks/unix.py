@@ -12,9 +12,9 @@ import errno
 import os
 import socket
 import stat
-from urllib.parse import unquote
 
 from waitfor.checks.base import Address, Check, Outcome, describe_os_error
+from waitfor.urlsplit import unquote
 
 #: sun_path holds 108 bytes on Linux, the last one a NUL
 MAX_PATH_BYTES = 107
