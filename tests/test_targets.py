@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import ipaddress
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from waitfor import checks, targets
+from waitfor import checks, targets, urls
 from waitfor.checks.http import HttpOptions
 from waitfor.errors import TargetError
 from waitfor.targets import parse_target
@@ -221,3 +224,14 @@ def test_every_kind_is_one_registry_line_and_parses_its_own_targets() -> None:
             assert f"'{scheme}" not in source
         assert kind.name not in re.findall(r"_parse_(\w+)", source)
         assert checks.load(kind).USAGE, f"{kind.name} has no --help rows"
+
+
+@given(st.lists(st.text("0123456789\u0661", max_size=4), min_size=1, max_size=5).map(".".join))
+def test_ipv4_literals_are_what_ipaddress_accepts(text: str) -> None:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        accepted = False
+    else:
+        accepted = True
+    assert urls.is_ipv4(text) == accepted

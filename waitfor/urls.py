@@ -7,16 +7,12 @@ shows after the (redacted) target. Nothing here knows a kind.
 from __future__ import annotations
 
 import re
-from urllib.parse import SplitResult, unquote, urlsplit
 
 from waitfor import redaction
+from waitfor.urlsplit import SplitResult, unquote, urlsplit
 
-# What ipaddress.IPv4Address accepts (dotted decimal, no leading zeros), without importing it:
-# urllib.parse imports ipaddress itself only from Python 3.11.4 on.
-_IPV4 = re.compile(
-    r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-)
-_HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+# Compiled on first use (re caches it): a target given by IP address never needs it.
+_HOSTNAME = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?"
 
 
 def split(address: str) -> SplitResult:
@@ -44,11 +40,21 @@ def host(parts: SplitResult) -> str:
         except ValueError:
             raise ValueError(f"invalid IPv6 address {name!r}") from None
         return name
-    if re.fullmatch(r"[\d.]+", name):
-        if not _IPV4.fullmatch(name):
+    if all(c == "." or c.isdecimal() for c in name):
+        if not is_ipv4(name):
             raise ValueError(f"invalid IPv4 address {name!r}")
         return name
     return dns_name(unquote(name), "host name")
+
+
+def is_ipv4(name: str) -> bool:
+    """Dotted decimal as ipaddress.IPv4Address accepts it (0-255, no leading zeros), without
+    importing ipaddress."""
+    octets = name.split(".")
+    return len(octets) == 4 and all(
+        octet.isascii() and octet.isdigit() and int(octet) <= 255 and octet == str(int(octet))
+        for octet in octets
+    )
 
 
 def dns_name(name: str, what: str) -> str:
@@ -57,7 +63,7 @@ def dns_name(name: str, what: str) -> str:
         ascii_name = idna(name).decode("ascii")
     except UnicodeError:
         raise ValueError(f"invalid {what} {name!r}") from None
-    if not _HOSTNAME.fullmatch(ascii_name.lower()) or len(ascii_name.rstrip(".")) > 253:
+    if not re.fullmatch(_HOSTNAME, ascii_name.lower()) or len(ascii_name.rstrip(".")) > 253:
         raise ValueError(f"invalid {what} {name!r}")
     return ascii_name
 
