@@ -48,7 +48,8 @@ def outcome(split: Any, url: str) -> Any:
         parts = split(url)
     except ValueError as exc:
         return type(exc), str(exc)
-    return tuple(parts), parts.username, parts.password, parts.hostname
+    fields = ("scheme", "netloc", "path", "query", "fragment", "username", "password", "hostname")
+    return tuple(getattr(parts, name) for name in fields)
 
 
 @pytest.mark.parametrize(

@@ -19,24 +19,16 @@ from waitfor.values import Value
 class Backoff(Value):
     """The delays between attempts (see the module's docstring for the defaults)."""
 
-    __slots__ = ("initial", "multiplier", "maximum", "jitter")  # noqa: RUF023  # the repr's order
-    initial: float
-    multiplier: float
-    maximum: float
-    jitter: float  # a delay is shortened by up to this fraction
+    initial: float = 0.05
+    multiplier: float = 2.0
+    maximum: float = 0.6
+    jitter: float = 1 / 6  # a delay is shortened by up to this fraction
 
-    def __init__(
-        self,
-        initial: float = 0.05,
-        multiplier: float = 2.0,
-        maximum: float = 0.6,
-        jitter: float = 1 / 6,
-    ) -> None:
-        if not (initial >= 0 and maximum >= 0 and multiplier >= 1):
+    def _validate(self) -> None:
+        if not (self.initial >= 0 and self.maximum >= 0 and self.multiplier >= 1):
             raise ValueError("backoff needs initial >= 0, maximum >= 0 and multiplier >= 1")
-        if not 0 <= jitter <= 1:
+        if not 0 <= self.jitter <= 1:
             raise ValueError("backoff jitter must be between 0 and 1")
-        self._set(initial=initial, multiplier=multiplier, maximum=maximum, jitter=jitter)
 
     def delay(self, attempt: int, rand: float) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based); ``rand`` is in [0, 1)."""

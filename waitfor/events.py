@@ -1,15 +1,16 @@
 """What the runner tells the world: events while waiting, and each target's result at the end.
 
 Its own module so the reporters, the errors and the library's callers can name these types
-without importing the runner (and asyncio with it). They are NamedTuples rather than frozen
-dataclasses because creating a dataclass costs more at import, and every start imports these.
+without importing the runner (and asyncio with it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     from waitfor.targets import Target
@@ -23,7 +24,7 @@ class EventType(StrEnum):
     TIMED_OUT = "timed_out"  # the deadline passed before this target was ready
 
 
-class Event(NamedTuple):
+class Event(Value):
     type: EventType
     target: Target
     attempt: int
@@ -31,7 +32,7 @@ class Event(NamedTuple):
     reason: str = ""  # not ready / failed / timed out: why; ready: what showed it
 
 
-class TargetResult(NamedTuple):
+class TargetResult(Value):
     target: Target
     ready: bool
     attempts: int

@@ -12,12 +12,12 @@ import os
 import pwd
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from waitfor import redaction
 from waitfor.pgservice import service_definition
 from waitfor.redaction import MASK
 from waitfor.urlsplit import unquote
+from waitfor.values import Value
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
 KEYWORDS = frozenset(
@@ -240,7 +240,7 @@ def _validate(params: dict[str, str]) -> None:
         raise ValueError(f"invalid connect_timeout {timeout!r} (whole seconds)")
 
 
-class Endpoint(NamedTuple):  # not a frozen dataclass: cheaper to create at start
+class Endpoint(Value):
     host: str  # a name, an IP address or a socket directory: what TLS and messages name
     address: str  # what is connected to: the paired hostaddr if given, else the host
     port: int

@@ -27,18 +27,6 @@ NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 class Target(Value):
     """A parsed target. ``str()`` and ``repr()`` never show a secret; ``url`` may hold them."""
 
-    __slots__ = (  # noqa: RUF023  # the constructor's order
-        "kind",
-        "scheme",
-        "url",
-        "host",
-        "port",
-        "options",
-        "display",
-        "secrets",
-        "params",
-    )
-    _compared = ("kind", "scheme", "url", "host", "port", "options", "display", "params")
     kind: str  # the check kind, as the registry names it
     scheme: str
     url: str  # as given minus the options fragment; may carry credentials: never print it
@@ -48,32 +36,9 @@ class Target(Value):
     display: str  # built from the parsed parts without secrets: for every output
     #: the credential values this target holds; nothing searches output for them (the display is
     #: built without them), tests assert they never appear
-    secrets: frozenset[str]
-    params: tuple[tuple[str, str], ...]  # kind-specific address parts
-
-    def __init__(
-        self,
-        kind: str,
-        scheme: str,
-        url: str,
-        host: str,
-        port: int | None,
-        options: object,
-        display: str,
-        secrets: frozenset[str] = frozenset(),
-        params: tuple[tuple[str, str], ...] = (),
-    ) -> None:
-        self._set(
-            kind=kind,
-            scheme=scheme,
-            url=url,
-            host=host,
-            port=port,
-            options=options,
-            display=display,
-            secrets=secrets,
-            params=params,
-        )
+    secrets: frozenset[str] = frozenset()
+    params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
+    _compared = ("kind", "scheme", "url", "host", "port", "options", "display", "params")
 
     def __str__(self) -> str:
         return self.display

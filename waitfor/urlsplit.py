@@ -10,7 +10,7 @@ itself uses them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from waitfor.values import Value
 
 SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
@@ -20,7 +20,7 @@ _LEADING_JUNK = "".join(chr(c) for c in range(0x21))
 _REMOVED = ("\t", "\r", "\n")
 
 
-class SplitResult(NamedTuple):
+class SplitResult(Value):
     scheme: str
     netloc: str
     path: str

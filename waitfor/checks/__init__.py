@@ -16,7 +16,9 @@ import inspect
 import re
 from functools import cache
 from importlib import import_module
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     from waitfor.checks.base import Check
@@ -25,7 +27,7 @@ ENTRY_POINT_GROUP = "waitfor.kinds"
 _SCHEME_NAME = r"[a-z][a-z0-9+.-]*"  # compiled on first use: only plugins need it
 
 
-class Kind(NamedTuple):
+class Kind(Value):
     name: str  # the kind as reported (Target.kind)
     schemes: tuple[str, ...]  # URL schemes it handles, the first one canonical
     implementation: str  # "module:Class", a subclass of waitfor.checks.base.Check

@@ -77,10 +77,11 @@ import errno
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction, urls
 from waitfor.urls import host_port
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     from waitfor.targets import Target
@@ -103,9 +104,8 @@ __all__ = [
 OptionPairs = Sequence[tuple[str, str]]
 
 
-# The value types are NamedTuples, not frozen dataclasses: every start imports them, and a
-# NamedTuple is several times cheaper to create.
-class Address(NamedTuple):
+# The value types are waitfor.values.Value: every start imports them (see there why).
+class Address(Value):
     """What a kind parsed from a target's address (its URL less the ``#fragment``)."""
 
     host: str  # "" when the kind's targets have no host (files, commands)
@@ -115,7 +115,7 @@ class Address(NamedTuple):
     params: tuple[tuple[str, str], ...] = ()  # kind-specific parts, read back by the probe
 
 
-class Outcome(NamedTuple):
+class Outcome(Value):
     ready: bool
     reason: str  # why not ready, or what showed readiness ("HTTP 200")
     permanent: bool = False  # retrying cannot help: a configuration problem
@@ -133,7 +133,7 @@ class Outcome(NamedTuple):
         return cls(False, reason, permanent=True)
 
 
-class Options(NamedTuple):
+class Options(Value):
     """The default options value: the declared ``#key=value`` pairs as given, in order."""
 
     pairs: tuple[tuple[str, str], ...] = ()

@@ -23,10 +23,11 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from waitfor.checks.base import describe_os_error
 from waitfor.pgconninfo import Endpoint, endpoints
+from waitfor.values import Value
 
 if TYPE_CHECKING:  # the event loop's pieces and ssl are imported where used: see ping_now
     import asyncio
@@ -48,7 +49,7 @@ class Ping(Enum):
     NO_RESPONSE = 2  # 2: no response
 
 
-class PingResult(NamedTuple):  # not a frozen dataclass: cheaper to create at start
+class PingResult(Value):
     status: Ping
     reason: str
     tls_failed: bool = False  # the TLS handshake failed: sslmode=prefer retries in plaintext

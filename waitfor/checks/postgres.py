@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from waitfor import pgconninfo, redaction, urls
 from waitfor.checks.base import (
@@ -27,6 +27,7 @@ from waitfor.checks.base import (
     flag,
     reject_unknown,
 )
+from waitfor.values import Value
 
 if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg: in the probe
     import ssl
@@ -39,7 +40,7 @@ MODES = ("ping", "query")
 AUTHENTICATION_FAILED = frozenset({"28P01", "28000"})  # invalid password; authorization spec
 
 
-class PostgresOptions(NamedTuple):  # not a frozen dataclass: cheaper to create at start
+class PostgresOptions(Value):
     mode: str = "ping"
     primary: bool = False  # query mode: not ready on a read-only server (standby, recovery)
 
