@@ -38,7 +38,7 @@ class Target(Value):
     #: built without them), tests assert they never appear
     secrets: frozenset[str] = frozenset()
     params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
-    _compared = ("kind", "scheme", "url", "host", "port", "options", "display", "params")
+    _uncompared = ("secrets",)
 
     def __str__(self) -> str:
         return self.display

@@ -3,14 +3,18 @@
 A frozen dataclass generates its methods with exec() when its module is imported, and a
 ``typing.NamedTuple`` runs typing's machinery over every field: about 4 M and 0.6 M instructions
 a class, against 0.1 M for a :class:`Value`. With a dozen such types on every start (targets,
-outcomes, events, addresses, ...) that is several percent of a cold start. A subclass lists
-its fields as annotations, defaults as class attributes; mypy reads it as a frozen dataclass.
+outcomes, events, addresses, ...) that is several percent of a cold start.
+
+A subclass lists its fields as annotations, defaults as class attributes, as for a dataclass;
+mypy checks it as a frozen dataclass. It is not one: ``dataclasses.replace`` and friends do
+not apply, and it is not a tuple (no unpacking or indexing). ``_uncompared`` names fields that
+equality and hashing leave out (a target's secrets).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar, dataclass_transform
+from typing import Any, ClassVar, dataclass_transform, get_origin
 
 
 @dataclass_transform(eq_default=True, frozen_default=True)
@@ -18,17 +22,27 @@ class Value:
     #: the fields, in the order ``__init__`` takes them
     _fields: ClassVar[tuple[str, ...]] = ()
     _defaults: ClassVar[dict[str, Any]] = {}
-    #: the fields equality and hashing look at; all of them unless a subclass says
+    #: fields equality and hashing leave out
+    _uncompared: ClassVar[tuple[str, ...]] = ()
     _compared: ClassVar[tuple[str, ...]] = ()
 
-    def __init_subclass__(cls) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
         own = [
-            name
-            for name, annotation in inspect.get_annotations(cls).items()
-            if not str(annotation).startswith("ClassVar")
+            name for name, kind in inspect.get_annotations(cls).items() if not _is_class_var(kind)
         ]
-        cls._fields = (*cls._fields, *own)
-        cls._defaults = {**cls._defaults, **{n: cls.__dict__[n] for n in own if n in cls.__dict__}}
+        cls._fields = (*cls._fields, *(name for name in own if name not in cls._fields))
+        defaults = {name: cls.__dict__[name] for name in own if name in cls.__dict__}
+        for name, default in defaults.items():
+            if isinstance(default, list | dict | set):
+                raise ValueError(f"{cls.__name__}.{name}: a mutable default would be shared")
+        cls._defaults = {**cls._defaults, **defaults}
+        unknown = set(cls._uncompared) - set(cls._fields)
+        if unknown:
+            raise ValueError(f"{cls.__name__}._uncompared names no field: {sorted(unknown)}")
+        cls._compared = tuple(name for name in cls._fields if name not in cls._uncompared)
+        # positional patterns (case Outcome(True, _)); mypy knows them from dataclass_transform
+        setattr(cls, "__match_args__", cls._fields)  # noqa: B010
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         name = type(self).__name__
@@ -57,7 +71,7 @@ class Value:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
 
     def _key(self) -> tuple[Any, ...]:
-        return tuple(self.__dict__[name] for name in self._compared or self._fields)
+        return tuple(self.__dict__[name] for name in self._compared)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -73,3 +87,9 @@ class Value:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={self.__dict__[name]!r}" for name in self._fields)
         return f"{type(self).__name__}({fields})"
+
+
+def _is_class_var(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # from __future__ import annotations
+        return annotation.removeprefix("typing.").partition("[")[0].strip() == "ClassVar"
+    return annotation is ClassVar or get_origin(annotation) is ClassVar
