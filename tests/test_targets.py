@@ -53,6 +53,10 @@ def test_valid_targets(text: str, host: str, port: int) -> None:
         ("tcp://[not:ip]:1", "does not appear to be an IPv4 or IPv6"),
         ("tcp://::1:5432", "IPv6 addresses need brackets"),
         ("tcp://300.1.1.1:80", "invalid IPv4 address"),
+        ("tcp://" + "1" * 5000 + ".1.1.1:80", "invalid IPv4 address"),
+        ("tcp://db:" + "1" * 5000, "invalid port '1111"),
+        ("tcp://[::1]junk:5432", "invalid ipv6 url"),  # CVE-2025-0938: nothing between ] and :
+        ("tcp://a[::1]:5432", "invalid ipv6 url"),
         ("tcp://a..b:80", "invalid host name"),
         ("postgresql://a..b/db", "invalid host name 'a..b'"),
         ("host=db," + "a" * 64 + ".example", "invalid host name"),

@@ -11,6 +11,7 @@ import re
 from waitfor import redaction
 from waitfor.urlsplit import SplitResult, unquote, urlsplit
 
+_OCTETS = frozenset(str(number) for number in range(256))  # "0"-"255", no leading zeros
 # Compiled on first use (re caches it): a target given by IP address never needs it.
 _HOSTNAME = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?"
 
@@ -26,7 +27,7 @@ def split(address: str) -> SplitResult:
 def host(parts: SplitResult) -> str:
     """The host, validated: an IP literal or a (possibly internationalised) DNS name."""
     name = parts.hostname
-    hostport = parts.netloc.rpartition("@")[2]
+    hostport = parts.hostport
     if hostport.count(":") > 1 and not hostport.startswith("["):
         raise ValueError(f"IPv6 addresses need brackets, e.g. {parts.scheme}://[::1]:5432")
     if not name:
@@ -48,13 +49,9 @@ def host(parts: SplitResult) -> str:
 
 
 def is_ipv4(name: str) -> bool:
-    """Dotted decimal as ipaddress.IPv4Address accepts it (0-255, no leading zeros), without
-    importing ipaddress."""
+    """Dotted decimal as ipaddress.IPv4Address accepts it, without importing ipaddress."""
     octets = name.split(".")
-    return len(octets) == 4 and all(
-        octet.isascii() and octet.isdigit() and int(octet) <= 255 and octet == str(int(octet))
-        for octet in octets
-    )
+    return len(octets) == 4 and all(octet in _OCTETS for octet in octets)
 
 
 def dns_name(name: str, what: str) -> str:
@@ -84,22 +81,23 @@ def idna(name: str) -> bytes:
 
 def port(parts: SplitResult, default: int | None) -> int:
     """The port, 1-65535; ``default`` when absent, or ValueError "missing port" if None."""
-    hostport = parts.netloc.rpartition("@")[2]
+    hostport = parts.hostport
     text = hostport.rpartition("]")[2] if hostport.startswith("[") else hostport
     _, colon, port_text = text.rpartition(":")
     if not colon or port_text == "":
         if default is None:
             raise ValueError("missing port")
         return default
-    if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    digits = port_text.lstrip("0")  # not int() of thousands of digits: it raises its own message
+    valid = port_text.isascii() and port_text.isdigit() and 0 < len(digits) <= 5
+    if not valid or int(digits) > 65535:
         raise ValueError(f"invalid port {port_text!r} (1-65535)")
-    return int(port_text)
+    return int(digits)
 
 
 def optional_port(parts: SplitResult) -> int | None:
     """The port if the URL gives one (validated), else None."""
-    hostport = parts.netloc.rpartition("@")[2]
-    return port(parts, None) if ":" in hostport.rpartition("]")[2] else None
+    return port(parts, None) if ":" in parts.hostport.rpartition("]")[2] else None
 
 
 def query_pairs(query: str) -> list[tuple[str, str]]:
@@ -131,7 +129,7 @@ def display(scheme: str, parts: SplitResult) -> str:
     query = f"?{redaction.query(parts.query)}" if parts.query else ""
     if not parts.netloc and not parts.path.startswith("//"):
         return f"{scheme}:{parts.path}{query}"
-    netloc = redaction.userinfo(parts.username, parts.password) + parts.netloc.rpartition("@")[2]
+    netloc = redaction.userinfo(parts.username, parts.password) + parts.hostport
     return f"{scheme}://{netloc}{parts.path}{query}"
 
 

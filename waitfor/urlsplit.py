@@ -1,14 +1,16 @@
 """``urllib.parse.urlsplit`` and ``unquote``, giving what they give, without importing them.
 
-urllib.parse imports ipaddress when it is imported (Python 3.11.4 and later), and the two cost
-about 4% of a cold start; every target needs a URL split. What is here returns what the standard
-library returns, errors included, for every string: ``tests/test_urlsplit.py`` holds it to
-urllib.parse, the oracle, on generated and hostile input. ipaddress and unicodedata are imported
-only for the URLs that need them (a bracketed host, a non-ASCII authority), as urllib.parse
-itself uses them.
+urllib.parse imports ipaddress when it is imported, and the two cost about 4% of a cold start;
+every target needs a URL split. What is here returns what the image's Python (Debian's 3.11,
+with the CVE-2025-0938 fix for text around a bracketed host) returns, errors included, for
+every string: ``tests/test_urlsplit.py`` holds it to that interpreter's urllib.parse, the
+oracle, on generated and hostile input. ipaddress and unicodedata are imported only for the URLs
+that need them (a bracketed host, a non-ASCII authority), as urllib.parse uses them.
 """
 
 from __future__ import annotations
+
+import re
 
 from waitfor.values import Value
 
@@ -36,11 +38,15 @@ class SplitResult(Value):
         return self._userinfo()[1]
 
     @property
+    def hostport(self) -> str:
+        """The authority less its user information: ``host:port``, ``[::1]:5432``."""
+        return self.netloc.rpartition("@")[2]
+
+    @property
     def hostname(self) -> str | None:
         """The host, lower-cased up to an IPv6 zone (``%eth0``), brackets removed; None if empty."""
-        hostinfo = self.netloc.rpartition("@")[2]
-        _, bracket, inside = hostinfo.partition("[")
-        host = inside.partition("]")[0] if bracket else hostinfo.partition(":")[0]
+        _, bracket, inside = self.hostport.partition("[")
+        host = inside.partition("]")[0] if bracket else self.hostport.partition(":")[0]
         if not host:
             return None
         address, percent, zone = host.partition("%")
@@ -69,7 +75,7 @@ def urlsplit(url: str) -> SplitResult:
         if ("[" in netloc) != ("]" in netloc):
             raise ValueError("Invalid IPv6 URL")
         if "[" in netloc:
-            _check_bracketed(netloc.partition("[")[2].partition("]")[0])
+            _check_bracketed(netloc)
     url, _, fragment = url.partition("#")
     url, _, query = url.partition("?")
     if not netloc.isascii():
@@ -77,8 +83,16 @@ def urlsplit(url: str) -> SplitResult:
     return SplitResult(scheme, netloc, url, query, fragment)
 
 
-def _check_bracketed(host: str) -> None:
-    """``[v1.future]`` or an IPv6 address: urlsplit refuses anything else between brackets."""
+def _check_bracketed(netloc: str) -> None:
+    """Only ``[IPv6]`` or ``[v1.future]``, then nothing but ``:port``; no text before it."""
+    hostport = netloc.rpartition("@")[2]
+    before, bracket, inside = hostport.partition("[")
+    if bracket:
+        host, _, after = inside.partition("]")
+        if before or (after and not after.startswith(":")):
+            raise ValueError("Invalid IPv6 URL")
+    else:  # the brackets are in the user information: the host must still be an address
+        host = hostport.partition(":")[0]
     if host.startswith("v"):
         version, dot, rest = host[1:].partition(".")
         if not (version and dot and rest and all(c in HEX_DIGITS for c in version)):
@@ -112,14 +126,8 @@ def unquote(text: str, errors: str = "replace") -> str:
         return text
     if text.isascii():
         return _decode_run(text, errors)
-    decoded = []
-    start = 0
-    for index in range(1, len(text) + 1):
-        if index == len(text) or text[index].isascii() != text[start].isascii():
-            run = text[start:index]
-            decoded.append(_decode_run(run, errors) if run.isascii() else run)
-            start = index
-    return "".join(decoded)
+    runs = re.split(r"([\x00-\x7f]+)", text)  # the ASCII runs at odd indexes
+    return "".join(_decode_run(run, errors) if i % 2 else run for i, run in enumerate(runs))
 
 
 def _decode_run(run: str, errors: str) -> str:

@@ -105,7 +105,7 @@ def _url_with_password(arg: str) -> tuple[str, str] | None:
     if not password:
         return None
     netloc = userinfo(parts.username, password).replace(MASK, _HOLE)
-    netloc += parts.netloc.rpartition("@")[2]
+    netloc += parts.hostport
     scheme = f"{parts.scheme}:" if parts.scheme else ""
     query = f"?{parts.query}" if parts.query else ""
     fragment = f"#{parts.fragment}" if parts.fragment else ""
