@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, redirect_stderr
@@ -23,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.servers import free_port, tcp_listener
+from tests.servers import free_port, tcp_listener, unix_http_server
 from waitfor import cli, quickstart
 from waitfor.events import Event
 from waitfor.targets import parse_target
@@ -32,15 +33,17 @@ _TIMING = re.compile(r"\d+\.\d+s")
 
 
 @pytest.fixture(scope="module")
-def ports() -> Iterator[dict[str, int]]:
-    """Listening ports: IPv4 (twice) and IPv6 loopback."""
+def ports() -> Iterator[dict[str, Any]]:
+    """Listening ports: IPv4 (twice) and IPv6 loopback; and a Unix socket, ``sock``."""
     with ExitStack() as stack:
         v4, other = free_port(), free_port()
         v6 = free_port(socket.AF_INET6, "::1")
         stack.enter_context(tcp_listener(v4))
         stack.enter_context(tcp_listener(other))
         stack.enter_context(tcp_listener(v6, host="::1"))
-        yield {"v4": v4, "other": other, "v6": v6}
+        sock = f"{stack.enter_context(tempfile.TemporaryDirectory())}/app.sock"
+        stack.enter_context(unix_http_server(sock))  # accepts, so its backlog never fills
+        yield {"v4": v4, "other": other, "v6": v6, "sock": sock}
 
 
 def run_cli(argv: list[str], quick: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
@@ -90,6 +93,7 @@ TARGETS = st.lists(
             "host=/var/run/postgresql dbname=postgres#mode=ping",
             "file:///etc/hostname#nonempty",
             "file://localhost/etc",
+            "unix://{sock}",
         ]
     ),
     min_size=1,
@@ -116,7 +120,7 @@ OPTIONS = st.lists(
 )
 @given(targets=TARGETS, options=OPTIONS, command=st.sampled_from([[], ["--", "true", "a b"]]))
 def test_the_quick_path_gives_exactly_what_the_runner_gives(
-    ports: dict[str, int],
+    ports: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     targets: list[str],
     options: list[list[str]],
@@ -133,7 +137,7 @@ def test_the_quick_path_gives_exactly_what_the_runner_gives(
     assert normalized(quick[2], json_lines) == normalized(full[2], json_lines)
 
 
-def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, int]) -> None:
+def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, Any]) -> None:
     ready = parse_target(f"tcp://127.0.0.1:{ports['v4']}")
     refused = parse_target(f"tcp://127.0.0.1:{free_port()}")
     https = parse_target(f"https://127.0.0.1:{ports['v4']}/")  # no probe_now: event loop only
@@ -151,9 +155,9 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, i
     assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
 
 
-@pytest.mark.parametrize("kind", ["tcp", "postgres", "file"])
+@pytest.mark.parametrize("kind", ["tcp", "postgres", "file", "unix"])
 def test_a_ready_run_never_imports_asyncio(
-    ports: dict[str, int], tmp_path: Path, kind: str
+    ports: dict[str, Any], tmp_path: Path, kind: str
 ) -> None:
     listing = tmp_path / "modules"
     script = (
@@ -166,6 +170,7 @@ def test_a_ready_run_never_imports_asyncio(
         "tcp": f"tcp://127.0.0.1:{ports['v4']}",
         "postgres": "postgresql://127.0.0.1:5432/postgres?sslmode=disable",
         "file": "file:///etc/hostname",
+        "unix": f"unix://{ports['sock']}",
     }[kind]
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), target],
