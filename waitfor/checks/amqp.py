@@ -14,7 +14,6 @@ RabbitMQ logs each ping as a connection closed during the handshake.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
@@ -29,6 +28,7 @@ from waitfor.checks.base import (
     host_port,
     reject_unknown,
 )
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import ssl
@@ -37,10 +37,9 @@ MODES = ("login", "ping")
 DEFAULT_CREDENTIAL = "guest"
 
 
-@dataclass(frozen=True)
-class AmqpOptions:
+class AmqpOptions(Value):
     mode: str = "login"
-    tls: tlsconfig.TlsOptions = field(default_factory=tlsconfig.TlsOptions)
+    tls: tlsconfig.TlsOptions = tlsconfig.TlsOptions()
 
 
 class AmqpCheck(Check):

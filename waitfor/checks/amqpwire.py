@@ -9,7 +9,6 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from waitfor import __version__
@@ -24,6 +23,7 @@ from waitfor.checks.conversation import (
     first_attempt,
     run_async,
 )
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import ssl
@@ -118,8 +118,7 @@ def handshake(params: dict[str, str], mode: str) -> Conversation:
     return Outcome.up(f"vhost {vhost!r} open for {user!r} on {start.product}")
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(Value):
     product: str  # "RabbitMQ 3.10.8"
     mechanisms: tuple[str, ...]
 

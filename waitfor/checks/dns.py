@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from waitfor import urls
 from waitfor.checks.base import Address, Check, OptionPairs, Outcome, reject_unknown, single
 from waitfor.urlsplit import unquote
+from waitfor.values import Value
 
 if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
     import dns.asyncresolver
@@ -38,8 +39,7 @@ SHOWN_RECORDS = 5
 DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT")
 
 
-@dataclass(frozen=True)
-class DnsOptions:
+class DnsOptions(Value):
     min_records: int = 1
     value: str | None = None
     resolv_conf: str | None = None

@@ -19,7 +19,6 @@ import os
 import stat
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from waitfor.checks.base import (
@@ -32,13 +31,13 @@ from waitfor.checks.base import (
     reject_unknown,
 )
 from waitfor.urlsplit import unquote
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import asyncio
 
 
-@dataclass(frozen=True)
-class FileOptions:
+class FileOptions(Value):
     nonempty: bool = False
 
 

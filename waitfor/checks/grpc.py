@@ -32,6 +32,7 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.urlsplit import unquote
+from waitfor.values import Value
 
 if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing
     import asyncio
@@ -54,8 +55,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _AUTHORITY = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+")
 
 
-@dataclass(frozen=True)
-class GrpcOptions:
+class GrpcOptions(Value):
     service: str = ""
     authority: str | None = None
     insecure: bool = False

@@ -19,7 +19,6 @@ import codecs
 import os
 import re
 import zlib
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -37,6 +36,7 @@ from waitfor.checks.base import (
     standard_address,
 )
 from waitfor.urlsplit import unquote
+from waitfor.values import Value
 
 if TYPE_CHECKING:  # httpx, ssl and RE2 are imported when needed: parsing a target stays cheap
     import httpx
@@ -50,8 +50,7 @@ _HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
 _METHODS = ("GET", "HEAD")
 
 
-@dataclass(frozen=True)
-class HttpOptions:
+class HttpOptions(Value):
     statuses: tuple[tuple[int, int], ...] = ((200, 399),)
     body: Pattern | None = None
     headers: tuple[tuple[str, str], ...] = ()

@@ -15,7 +15,6 @@ whatever it thinks of the login.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
@@ -30,6 +29,7 @@ from waitfor.checks.base import (
     host_port,
     reject_unknown,
 )
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import ssl
@@ -37,10 +37,9 @@ if TYPE_CHECKING:
 MODES = ("login", "ping")
 
 
-@dataclass(frozen=True)
-class MqttOptions:
+class MqttOptions(Value):
     mode: str = "login"
-    tls: tlsconfig.TlsOptions = field(default_factory=tlsconfig.TlsOptions)
+    tls: tlsconfig.TlsOptions = tlsconfig.TlsOptions()
 
 
 class MqttCheck(Check):

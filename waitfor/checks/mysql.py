@@ -20,8 +20,6 @@ with ssl-mode REQUIRED or stricter it does not even send the password's scramble
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from waitfor import redaction, urls
 from waitfor.checks.base import (
     Address,
@@ -35,6 +33,7 @@ from waitfor.checks.base import (
     single,
 )
 from waitfor.urlsplit import unquote
+from waitfor.values import Value
 
 DEFAULT_PORT = 3306
 MODES = ("ping", "query")
@@ -48,8 +47,7 @@ _QUERY_NAMES = {
 }
 
 
-@dataclass(frozen=True)
-class MysqlOptions:
+class MysqlOptions(Value):
     mode: str = "ping"
     table: str | None = None  # query mode: ready once this table exists in the URL's database
 

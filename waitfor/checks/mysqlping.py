@@ -27,9 +27,9 @@ import getpass
 import hashlib
 import os
 import struct
-from dataclasses import dataclass
 
 from waitfor.checks.net import open_stream
+from waitfor.values import Value
 
 MAX_PACKET = 65536  # a greeting or an error is far smaller: anything bigger is not MySQL
 PROTOCOL_10 = 10
@@ -49,14 +49,12 @@ class ProtocolError(Exception):
     """The peer does not speak the MySQL protocol (or broke it)."""
 
 
-@dataclass(frozen=True)
-class PingResult:
+class PingResult(Value):
     alive: bool
     reason: str
 
 
-@dataclass(frozen=True)
-class Greeting:
+class Greeting(Value):
     version: str
     seed: bytes  # the 20-byte scramble the auth plugins hash the password with
     plugin: str

@@ -13,7 +13,6 @@ a server without them. ``ping`` is ready on the server's ``INFO``: no credential
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
@@ -29,6 +28,7 @@ from waitfor.checks.base import (
     host_port,
     reject_unknown,
 )
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import ssl
@@ -36,11 +36,10 @@ if TYPE_CHECKING:
 MODES = ("login", "ping")
 
 
-@dataclass(frozen=True)
-class NatsOptions:
+class NatsOptions(Value):
     mode: str = "login"
     jetstream: bool = False
-    tls: tlsconfig.TlsOptions = field(default_factory=tlsconfig.TlsOptions)
+    tls: tlsconfig.TlsOptions = tlsconfig.TlsOptions()
 
 
 class NatsCheck(Check):

@@ -7,10 +7,10 @@ Verified by default against the system's CAs; ``cacert=FILE`` trusts a private C
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from waitfor.checks.base import OptionPairs, flag, single
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import ssl
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 OPTION_NAMES = frozenset({"cacert", "insecure"})
 
 
-@dataclass(frozen=True)
-class TlsOptions:
+class TlsOptions(Value):
     insecure: bool = False
     cacert: str | None = None
 
