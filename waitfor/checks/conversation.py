@@ -15,39 +15,34 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from waitfor.checks.base import Outcome
+from waitfor.values import Value
 
 if TYPE_CHECKING:
     import asyncio
     import ssl
 
 
-@dataclass(frozen=True)
-class Send:
+class Send(Value):
     data: bytes
 
 
-@dataclass(frozen=True)
-class Read:
+class Read(Value):
     size: int  # exactly this many bytes
 
 
-@dataclass(frozen=True)
-class ReadLine:
+class ReadLine(Value):
     limit: int  # bytes, the CRLF included; a longer line raises TooLong
     end: bytes = b"\r\n"
 
 
-@dataclass(frozen=True)
-class StartTls:
+class StartTls(Value):
     """Upgrade the connection in place (the answer sent back is b"")."""
 
 
-@dataclass(frozen=True)
-class Briefly:
+class Briefly(Value):
     """From now on reads must finish within ``seconds`` (and before the attempt's deadline), or
     TimeoutError is thrown into the conversation: for a goodbye whose answer is optional."""
 
