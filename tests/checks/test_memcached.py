@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from tests.attempts import probe
 from tests.redisd import Memcached, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.checks.memcached import MemcachedCheck
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason("memcached") is not None, reason=str(unavailable_reason("memcached"))
@@ -62,6 +64,31 @@ def test_authentication(memcached: MakeServer, tmp_path: Path) -> None:
     assert result.attempts > 1
     assert result.reason == "authentication failed: CLIENT_ERROR authentication failure"
     assert "wrong-s3cret" not in f"{info.value} {info.value.results}"
+
+
+def test_first_attempt_without_the_event_loop_answers_as_the_runner(
+    memcached: MakeServer, tmp_path: Path
+) -> None:
+    """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
+    users = tmp_path / "users"
+    users.write_text("app:m-s3cret\n")
+    open_server, locked = memcached(), memcached("-Y", str(users))
+    open_server.start()
+    locked.start()
+    ready = [
+        f"memcached://127.0.0.1:{open_server.port}",
+        f"memcached://127.0.0.1:{locked.port}",  # up, it requires authentication
+        f"memcached://app:m-s3cret@127.0.0.1:{locked.port}",
+    ]
+    not_ready = [f"memcached://app:wrong@127.0.0.1:{locked.port}", "memcached://127.0.0.1:1"]
+    for url in ready + not_ready:
+        check = MemcachedCheck(parse_target(url))
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url
+    with banner_server(b"220 mail.example ESMTP\r\n") as port:
+        assert MemcachedCheck(parse_target(f"memcached://127.0.0.1:{port}")).probe_now(2.0) is None
 
 
 def test_non_memcached_listeners() -> None:

@@ -4,20 +4,16 @@
 authentication (a server started with ``-Y authfile``) comes first: a refused login is retried and
 never printed. Without credentials, a server that wants them (``CLIENT_ERROR unauthenticated``) is
 up, as a PostgreSQL server that asks for a password is up for pg_isready.
+
+The protocol itself lives in :mod:`.memcachedwire`, imported when a probe runs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from waitfor import redaction, urls
-from waitfor.checks.base import Address, Check, Outcome, describe_os_error, host_port
-
-if TYPE_CHECKING:
-    import asyncio
+from waitfor.checks.base import Address, Check, Outcome, host_port
 
 DEFAULT_PORT = 11211
-MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
 
 
 class MemcachedCheck(Check):
@@ -42,62 +38,21 @@ class MemcachedCheck(Check):
         return Address(host, port, display, secrets, (("user", user), ("password", password)))
 
     async def probe(self, budget: float) -> Outcome:
-        import asyncio  # not imported when a target is only parsed
+        from waitfor.checks import memcachedwire  # the protocol, and asyncio, only when probing
 
-        from waitfor.checks import net
+        return await memcachedwire.probe(self._address, *self._credentials, budget)
 
-        host, port = self.target.host, self.target.port or DEFAULT_PORT
-        try:
-            reader, writer = await net.open_stream(host, port, budget)
-        except net.NetError as exc:
-            return Outcome.down(str(exc))
-        try:
-            params = dict(self.target.params)
-            if params["user"]:
-                # The text protocol's login: a "set" whose value is "USER PASSWORD".
-                login = f"{params['user']} {params['password']}".encode()
-                writer.write(b"set auth 0 0 %d\r\n%s\r\n" % (len(login), login))
-                answer = await _line(reader)
-                if answer != "STORED":
-                    return Outcome.down(f"authentication failed: {answer}")
-            writer.write(b"version\r\n")
-            answer = await _line(reader)
-            if answer.startswith("VERSION "):
-                return Outcome.up(answer)
-            if answer == "CLIENT_ERROR unauthenticated":
-                return Outcome.up("server is up (it requires authentication)")
-            if answer.startswith(("SERVER_ERROR", "CLIENT_ERROR", "ERROR")):
-                return Outcome.down(answer)
-            return Outcome.down(f"not a memcached server (it answered {answer[:40]!r})")
-        except NotMemcached as exc:
-            return Outcome.down(f"not a memcached server (it answered {exc})")
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return Outcome.down("server closed the connection")
-        except OSError as exc:
-            return Outcome.down(describe_os_error(exc))
-        finally:
-            writer.close()
+    def probe_now(self, budget: float) -> Outcome | None:
+        from waitfor.checks import memcachedwire
 
+        return memcachedwire.probe_now(self._address, *self._credentials, budget)
 
-class NotMemcached(Exception):
-    """The peer answered, but not in memcached's text protocol."""
+    @property
+    def _address(self) -> tuple[str, int]:
+        return self.target.host, self.target.port or DEFAULT_PORT
 
-
-async def _line(reader: asyncio.StreamReader) -> str:
-    import asyncio
-
-    try:
-        line = await reader.readuntil(b"\r\n")
-    except asyncio.LimitOverrunError:
-        raise NotMemcached("an endless line") from None
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            raise
-        raise NotMemcached(repr(_printable(exc.partial[:40]))) from None
-    if len(line) > MAX_LINE:
-        raise NotMemcached("an endless line")
-    return _printable(line[:-2])
-
-
-def _printable(data: bytes) -> str:
-    return "".join(c if c.isprintable() else "?" for c in data.decode("utf-8", "replace"))
+    @property
+    def _credentials(self) -> tuple[str, str]:
+        """(user, password); a user of "" means no login."""
+        params = dict(self.target.params)
+        return params["user"], params["password"]
