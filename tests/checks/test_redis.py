@@ -6,6 +6,7 @@ redis-cli prints PONG.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.base import Outcome
+from waitfor.checks.redis import RedisCheck
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason("redis-server", "redis-cli") is not None,
@@ -246,6 +248,38 @@ def test_auth_against_a_server_without_password(running: RedisServer) -> None:
     assert assert_parity(url, running.port, "-a", "unneeded").ready  # PING answers: up
     refused = probe(f"{url}#mode=query")  # the app's AUTH would fail the same way
     assert refused.reason.startswith("authentication failed: ERR AUTH <password> called without")
+
+
+def test_first_attempt_without_the_event_loop_answers_as_the_runner(
+    redis: MakeServer,
+) -> None:
+    """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
+    server = redis("--requirepass", "right-pass", "--databases", "4")
+    server.start()
+    server.cli("SET", "here", "1", password="right-pass")
+    address = f"127.0.0.1:{server.port}"
+    ready = [
+        f"redis://:right-pass@{address}",
+        f"redis://{address}",  # up, it requires a password
+        f"redis://:right-pass@{address}/0#key=here&role=master",
+        f"redis://:right-pass@{address}/3#mode=query",
+    ]
+    not_ready = [
+        f"redis://:wrong-pass@{address}#mode=query",
+        f"redis://:right-pass@{address}#key=missing",
+        f"redis://:right-pass@{address}/9#mode=query",
+        f"redis://{address}#mode=query",  # a configuration error: the runner says so
+        f"redis://127.0.0.1:{free_port()}",
+    ]
+    for url in ready + not_ready:
+        check = RedisCheck(parse_target(url))
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url
+    with banner_server(b"220 mail.example ESMTP\r\n") as port:
+        assert RedisCheck(parse_target(f"redis://127.0.0.1:{port}")).probe_now(2.0) is None
+    assert RedisCheck(parse_target(f"rediss://{address}#insecure")).probe_now(2.0) is None
 
 
 # --- TLS ---------------------------------------------------------------------------------------

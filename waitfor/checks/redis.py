@@ -106,9 +106,16 @@ class RedisCheck(Check):
         return self.target.options
 
     async def probe(self, budget: float) -> Outcome:
-        from waitfor.checks import resp  # asyncio and ssl: only once a probe runs
+        from waitfor.checks import resp  # the protocol, and asyncio, only when probing
 
         context = None
         if self.target.scheme == "rediss":
             context = tlsconfig.client_context(self.options.tls)
-        return await resp.check(self.target, self.options, context, budget)
+        return await resp.probe(self.target, self.options, context, budget)
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.target.scheme == "rediss":
+            return None  # TLS is the runner's: the first attempt stays free of ssl
+        from waitfor.checks import resp
+
+        return resp.probe_now(self.target, self.options, budget)

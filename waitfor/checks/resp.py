@@ -1,15 +1,28 @@
 """RESP2, just enough of it for a readiness check, and the conversation a redis:// probe has.
 
-Imported only when a probe runs (asyncio, ssl); :mod:`.redis` parses targets without it.
+Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts (TLS for
+rediss://), and on a blocking socket for the first attempt before the event loop exists
+(``probe_now``, redis:// only). Imported only when a probe runs; :mod:`.redis` parses targets
+without it.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from waitfor.checks import net
 from waitfor.checks.base import Outcome, describe_os_error
+from waitfor.checks.conversation import (
+    Closed,
+    Conversation,
+    Read,
+    ReadLine,
+    Send,
+    Step,
+    TooLong,
+    first_attempt,
+    run_async,
+)
 from waitfor.checks.redis import DEFAULT_PORT, RedisOptions
 
 if TYPE_CHECKING:
@@ -36,20 +49,22 @@ class ProtocolError(Exception):
     """The peer does not speak RESP."""
 
 
-async def check(
+async def probe(
     target: Target, options: RedisOptions, context: ssl.SSLContext | None, budget: float
 ) -> Outcome:
     """One probe of a redis:// target (see :mod:`.redis` for what each answer means)."""
+    from waitfor.checks import net
+
     host, port = target.host, target.port or DEFAULT_PORT
     try:
         reader, writer = await net.open_stream(host, port, budget, tls=context)
     except net.NetError as exc:
         return Outcome.down(str(exc))
     try:
-        return await _converse(target, options, _Resp(reader, writer))
+        return await run_async(converse(target, options), reader, writer)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
-    except (asyncio.IncompleteReadError, ConnectionError):
+    except (Closed, ConnectionError):
         return Outcome.down("server closed the connection")
     except OSError as exc:
         return Outcome.down(describe_os_error(exc))
@@ -57,17 +72,23 @@ async def check(
         writer.close()
 
 
-async def _converse(target: Target, options: RedisOptions, resp: _Resp) -> Outcome:
+def probe_now(target: Target, options: RedisOptions, budget: float) -> Outcome | None:
+    """The same conversation on a blocking socket (no TLS); None unless ready in time."""
+    address = (target.host, target.port or DEFAULT_PORT)
+    return first_attempt(address, converse(target, options), budget, (ProtocolError,))
+
+
+def converse(target: Target, options: RedisOptions) -> Conversation:
     params = dict(target.params)
     refused = None
     if params["password"]:
         login = [params["user"], params["password"]] if params["user"] else [params["password"]]
-        answer = await resp.call("AUTH", *login)
+        answer = yield from call("AUTH", *login)
         if isinstance(answer, RedisError) and not _about_credentials(answer):
             return Outcome.down(str(answer))  # "max number of clients reached", ...
         if isinstance(answer, RedisError):
             refused = f"authentication failed: {answer}"
-    pong = await resp.call("PING")
+    pong = yield from call("PING")
     if isinstance(pong, RedisError) and pong.code == "NOAUTH":
         if refused:
             return Outcome.down(refused)
@@ -86,18 +107,18 @@ async def _converse(target: Target, options: RedisOptions, resp: _Resp) -> Outco
     if refused:
         return Outcome.down(refused)
     if params["db"] != "0":
-        selected = await resp.call("SELECT", params["db"])
+        selected = yield from call("SELECT", params["db"])
         if isinstance(selected, RedisError):
             return Outcome.down(f"SELECT {params['db']}: {selected}")
     if options.role == "master":
-        info = await resp.call("INFO", "replication")
+        info = yield from call("INFO", "replication")
         if isinstance(info, RedisError) or not isinstance(info, bytes):
             return Outcome.down(f"INFO replication: {_shown(info)}")
         role = _info_field(info, "role")
         if role != "master":
             return Outcome.down(f"not a primary (role:{role}); waiting for role:master")
     if options.key is not None:
-        exists = await resp.call("EXISTS", options.key)
+        exists = yield from call("EXISTS", options.key)
         if isinstance(exists, RedisError):
             return Outcome.down(f"EXISTS: {exists}")
         if exists != 1:
@@ -106,66 +127,69 @@ async def _converse(target: Target, options: RedisOptions, resp: _Resp) -> Outco
     return Outcome.up("logged in, PONG")
 
 
-class _Resp:
-    """Just enough RESP2 for a handful of commands, with every length bounded."""
+# --- just enough RESP2 for a handful of commands, with every length bounded --------------------
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
 
-    async def call(self, *words: str) -> Reply | RedisError:
-        encoded = [word.encode() for word in words]
-        self.writer.write(
-            b"*%d\r\n" % len(encoded) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in encoded)
-        )
-        try:
-            return await self._read()
-        except RedisError as exc:
-            return exc
+def call(*words: str) -> Generator[Step, bytes, Reply | RedisError]:
+    """Send one command; its answer, an error answer returned rather than raised."""
+    encoded = [word.encode() for word in words]
+    yield Send(
+        b"*%d\r\n" % len(encoded) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in encoded)
+    )
+    try:
+        return (yield from read_reply())
+    except RedisError as exc:
+        return exc
 
-    async def _read(self) -> Reply:
-        line = await self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode("utf-8", "replace")
-        if kind == b"-":
-            raise RedisError(rest.decode("utf-8", "replace"))
-        if kind == b":":
-            return self._integer(rest)
-        if kind == b"$":
-            size = self._integer(rest)
-            if size < 0:
-                return None
-            if size > MAX_BULK:
-                raise ProtocolError("answer too large for a Redis health check")
-            return (await self.reader.readexactly(size + 2))[:-2]
-        if kind == b"*":
-            count = self._integer(rest)
-            if count > MAX_ITEMS:
-                raise ProtocolError("answer too large for a Redis health check")
-            return None if count < 0 else [await self._read() for _ in range(count)]
-        raise ProtocolError(f"not a Redis server (it answered {_shown(line[:20])})")
 
-    async def _line(self) -> bytes:
-        try:
-            line = await self.reader.readuntil(b"\r\n")
-        except asyncio.LimitOverrunError:
-            raise ProtocolError("not a Redis server (an endless line)") from None
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial:
-                answered = _shown(exc.partial[:20])
-                raise ProtocolError(f"not a Redis server (it answered {answered})") from None
-            raise
-        if len(line) > MAX_LINE:
-            raise ProtocolError("not a Redis server (an endless line)")
-        return line[:-2]
+def read_reply() -> Generator[Step, bytes, Reply]:
+    line = yield from _line()
+    kind, rest = line[:1], line[1:]
+    if kind == b"+":
+        return rest.decode("utf-8", "replace")
+    if kind == b"-":
+        raise RedisError(rest.decode("utf-8", "replace"))
+    if kind == b":":
+        return _integer(rest)
+    if kind == b"$":
+        size = _integer(rest)
+        if size < 0:
+            return None
+        if size > MAX_BULK:
+            raise ProtocolError("answer too large for a Redis health check")
+        return (yield Read(size + 2))[:-2]
+    if kind == b"*":
+        count = _integer(rest)
+        if count > MAX_ITEMS:
+            raise ProtocolError("answer too large for a Redis health check")
+        if count < 0:
+            return None
+        items: list[Reply] = []
+        for _ in range(count):
+            items.append((yield from read_reply()))
+        return items
+    raise ProtocolError(f"not a Redis server (it answered {_shown(line[:20])})")
 
-    @staticmethod
-    def _integer(text: bytes) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise ProtocolError(f"not a Redis server (bad number {_shown(text[:20])})") from None
+
+def _line() -> Generator[Step, bytes, bytes]:
+    """One protocol line without its CRLF."""
+    try:
+        line = yield ReadLine(MAX_LINE)
+    except TooLong:
+        raise ProtocolError("not a Redis server (an endless line)") from None
+    except Closed as exc:
+        if not exc.partial:
+            raise  # a plain hang-up: the server closed the connection
+        answered = _shown(exc.partial[:20])
+        raise ProtocolError(f"not a Redis server (it answered {answered})") from None
+    return line[:-2]
+
+
+def _integer(text: bytes) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ProtocolError(f"not a Redis server (bad number {_shown(text[:20])})") from None
 
 
 def _about_credentials(error: RedisError) -> bool:
