@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.servers import free_port, tcp_listener, unix_http_server
+from tests.redisd import Memcached, RedisServer
+from tests.servers import free_port, server_factory, tcp_listener, unix_http_server
 from waitfor import cli, quickstart
 from waitfor.events import Event
 from waitfor.targets import parse_target
@@ -34,16 +35,29 @@ _TIMING = re.compile(r"\d+\.\d+s")
 
 @pytest.fixture(scope="module")
 def ports() -> Iterator[dict[str, Any]]:
-    """Listening ports: IPv4 (twice) and IPv6 loopback; and a Unix socket, ``sock``."""
+    """Listening ports: IPv4 (twice) and IPv6 loopback; a Unix socket, ``sock``; a redis-server
+    wanting the password ``q-pass``, ``redis``; and a memcached, ``memcached``."""
     with ExitStack() as stack:
         v4, other = free_port(), free_port()
         v6 = free_port(socket.AF_INET6, "::1")
         stack.enter_context(tcp_listener(v4))
         stack.enter_context(tcp_listener(other))
         stack.enter_context(tcp_listener(v6, host="::1"))
-        sock = f"{stack.enter_context(tempfile.TemporaryDirectory())}/app.sock"
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        sock = f"{root}/app.sock"
         stack.enter_context(unix_http_server(sock))  # accepts, so its backlog never fills
-        yield {"v4": v4, "other": other, "v6": v6, "sock": sock}
+        redis = stack.enter_context(server_factory(RedisServer, root))("--requirepass", "q-pass")
+        memcached = stack.enter_context(server_factory(Memcached, root))()
+        for server in (redis, memcached):
+            server.start()
+        yield {
+            "v4": v4,
+            "other": other,
+            "v6": v6,
+            "sock": sock,
+            "redis": redis.port,
+            "memcached": memcached.port,
+        }
 
 
 def run_cli(argv: list[str], quick: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
@@ -94,6 +108,9 @@ TARGETS = st.lists(
             "file:///etc/hostname#nonempty",
             "file://localhost/etc",
             "unix://{sock}",
+            "redis://127.0.0.1:{redis}",  # up, though it wants a password
+            "redis://:q-pass@localhost:{redis}/2#mode=query",
+            "memcached://127.0.0.1:{memcached}",
         ]
     ),
     min_size=1,
@@ -155,7 +172,7 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, A
     assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
 
 
-@pytest.mark.parametrize("kind", ["tcp", "postgres", "file", "unix"])
+@pytest.mark.parametrize("kind", ["tcp", "postgres", "file", "unix", "redis", "memcached"])
 def test_a_ready_run_never_imports_asyncio(
     ports: dict[str, Any], tmp_path: Path, kind: str
 ) -> None:
@@ -171,6 +188,8 @@ def test_a_ready_run_never_imports_asyncio(
         "postgres": "postgresql://127.0.0.1:5432/postgres?sslmode=disable",
         "file": "file:///etc/hostname",
         "unix": f"unix://{ports['sock']}",
+        "redis": f"redis://:q-pass@127.0.0.1:{ports['redis']}#mode=query",
+        "memcached": f"memcached://127.0.0.1:{ports['memcached']}",
     }[kind]
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), target],
