@@ -20,7 +20,6 @@ The protocol itself (RESP) and the conversation live in :mod:`.resp`, imported w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from waitfor import redaction, urls
@@ -35,18 +34,18 @@ from waitfor.checks.base import (
     reject_unknown,
     single,
 )
+from waitfor.values import Value
 
 DEFAULT_PORT = 6379
 MODES = ("ping", "query")
 ROLES = ("master",)
 
 
-@dataclass(frozen=True)
-class RedisOptions:
+class RedisOptions(Value):
     mode: str = "ping"
     key: str | None = None
     role: str | None = None
-    tls: tlsconfig.TlsOptions = field(default_factory=tlsconfig.TlsOptions)
+    tls: tlsconfig.TlsOptions = tlsconfig.TlsOptions()
 
     @property
     def logs_in(self) -> bool:
