@@ -27,7 +27,6 @@ from waitfor.checks.base import (
     OptionPairs,
     Outcome,
     choice,
-    describe_os_error,
     host_port,
     reject_unknown,
     single,
@@ -119,22 +118,27 @@ class MysqlCheck(Check):
             from waitfor.checks import mysqlquery  # PyMySQL, asyncio, ssl: only now
 
             return await mysqlquery.query(self.target, self.options, budget)
-        from waitfor.checks import net
-        from waitfor.checks.mysqlping import ProtocolError, default_user, ping
+        from waitfor.checks import mysqlping  # the handshake, only when probing
+
+        return await mysqlping.probe(self._address, *self._ping_login, budget)
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.options.mode != "ping":
+            return None  # PyMySQL runs on the event loop
+        from waitfor.checks import mysqlping
+
+        return mysqlping.probe_now(self._address, *self._ping_login, budget)
+
+    @property
+    def _address(self) -> tuple[str, int]:
+        return self.target.host, self.target.port or DEFAULT_PORT
+
+    @property
+    def _ping_login(self) -> tuple[str, str]:
+        """(user, password) the ping logs in with."""
+        from waitfor.checks.mysqlping import default_user
 
         params = self.params
         # The scramble is no cleartext, but whoever asks for TLS wants no trace of it either.
         password = "" if params["ssl_mode"] not in ("DISABLED", "PREFERRED") else params["password"]
-        try:
-            result = await ping(
-                self.target.host,
-                self.target.port or DEFAULT_PORT,
-                params["user"] or default_user(),
-                password,
-                budget,
-            )
-        except (net.NetError, ProtocolError) as exc:
-            return Outcome.down(str(exc))
-        except OSError as exc:
-            return Outcome.down(describe_os_error(exc))
-        return Outcome.up(result.reason) if result.alive else Outcome.down(result.reason)
+        return params["user"] or default_user(), password

@@ -18,18 +18,35 @@ exchange is finished the way mysqladmin finishes it: a login attempt (the URL's 
 same default user as the MySQL clients; the password only ever as the plugin's scramble, never in
 clear), then ``COM_QUIT`` when it was accepted. A refused login still counts in the server's
 ``Aborted_connects``, exactly as mysqladmin's own would, but never against the host.
+
+The exchange is written once as a :mod:`.conversation`: run on asyncio streams by the runner's
+attempts, and on a blocking socket for the first attempt before the event loop exists
+(``probe_now``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import hashlib
 import os
 import struct
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
-from waitfor.checks.net import open_stream
+from waitfor.checks.base import Outcome, describe_os_error
+from waitfor.checks.conversation import (
+    Closed,
+    Conversation,
+    Read,
+    Send,
+    Step,
+    first_attempt,
+    run_async,
+)
 from waitfor.values import Value
+
+if TYPE_CHECKING:
+    import asyncio
 
 MAX_PACKET = 65536  # a greeting or an error is far smaller: anything bigger is not MySQL
 PROTOCOL_10 = 10
@@ -49,54 +66,86 @@ class ProtocolError(Exception):
     """The peer does not speak the MySQL protocol (or broke it)."""
 
 
-class PingResult(Value):
-    alive: bool
-    reason: str
-
-
 class Greeting(Value):
     version: str
     seed: bytes  # the 20-byte scramble the auth plugins hash the password with
     plugin: str
 
 
-async def ping(host: str, port: int, user: str, password: str, budget: float) -> PingResult:
-    """One mysqladmin-style ping; connection errors surface as ``net.NetError``/``OSError``."""
-    reader, writer = await open_stream(host, port, budget)
+async def probe(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome:
+    """One mysqladmin-style ping on the event loop."""
+    from waitfor.checks import net
+
     try:
-        sequence, packet = await _read_packet(reader)
-        if packet[:1] == bytes([ERR]):
-            code, message = parse_error(packet)
-            return PingResult(False, f"server refused the connection: {message} ({code})")
-        greeting = parse_greeting(packet)
-        writer.write(_packet(sequence + 1, handshake_response(greeting, user, password)))
-        return await _finish_login(reader, writer, greeting, password)
-    except asyncio.IncompleteReadError:
-        return PingResult(False, "server closed the connection during the handshake")
+        reader, writer = await net.open_stream(*address, budget)
+    except net.NetError as exc:
+        return Outcome.down(str(exc))
+    try:
+        return await _run(ping(user, password), reader, writer)
+    except ProtocolError as exc:
+        return Outcome.down(str(exc))
+    except OSError as exc:
+        return Outcome.down(describe_os_error(exc))
     finally:
         writer.close()
 
 
-async def _finish_login(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, greeting: Greeting, password: str
-) -> PingResult:
-    """Answer the server until it accepts or refuses the login; either way it is alive."""
-    alive = f"accepting connections (MySQL protocol 10, server {greeting.version})"
-    for _ in range(4):  # auth switch, more data, OK: a few rounds at most
+def probe_now(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome | None:
+    """The same ping on a blocking socket; None unless alive in time."""
+    return first_attempt(address, ping(user, password), budget, (ProtocolError,))
+
+
+async def _run(
+    conversation: Conversation, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> Outcome:
+    """run_async, but a reset connection (which it lets out) is told to the exchange too: after
+    the greeting a hang-up is an answer, before it the failure."""
+    try:
+        return await run_async(conversation, reader, writer)
+    except ConnectionError as exc:
         try:
-            sequence, packet = await _read_packet(reader)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return PingResult(True, alive)  # the greeting was enough; the server hung up
+            conversation.throw(exc)
+        except StopIteration as stop:
+            outcome: Outcome = stop.value
+            return outcome
+        raise  # the exchange did not end there: still the failure
+
+
+def ping(user: str, password: str) -> Conversation:
+    """The greeting decides; the login that follows only finishes the exchange cleanly."""
+    try:
+        sequence, packet = yield from read_packet()
+    except Closed:
+        return Outcome.down("server closed the connection during the handshake")
+    if packet[:1] == bytes([ERR]):
+        code, message = parse_error(packet)
+        return Outcome.down(f"server refused the connection: {message} ({code})")
+    greeting = parse_greeting(packet)
+    alive = f"accepting connections (MySQL protocol 10, server {greeting.version})"
+    try:
+        answer = yield from log_in(greeting, sequence, user, password)
+    except (Closed, ConnectionError):
+        return Outcome.up(alive)  # the greeting was enough; the server hung up
+    if answer[:1] == bytes([OK]):
+        yield Send(_packet(0, COM_QUIT))  # leave like a client, not like a crash
+        return Outcome.up(alive)
+    if answer[:1] == bytes([ERR]):
+        code, message = parse_error(answer)
+        if code in SERVER_BUSY:
+            return Outcome.down(f"server refused the login: {message} ({code})")
+        return Outcome.up(f"{alive}; server said: {message}")
+    return Outcome.up(alive)
+
+
+def log_in(
+    greeting: Greeting, sequence: int, user: str, password: str
+) -> Generator[Step, bytes, bytes]:
+    """Answer the server until it accepts or refuses the login (or says something we do not
+    follow): its last packet."""
+    yield Send(_packet(sequence + 1, handshake_response(greeting, user, password)))
+    for _ in range(4):  # auth switch, more data, OK: a few rounds at most
+        sequence, packet = yield from read_packet()
         kind = packet[0] if packet else None
-        if kind == OK:
-            writer.write(_packet(0, COM_QUIT))  # leave like a client, not like a crash
-            await writer.drain()
-            return PingResult(True, alive)
-        if kind == ERR:
-            code, message = parse_error(packet)
-            if code in SERVER_BUSY:
-                return PingResult(False, f"server refused the login: {message} ({code})")
-            return PingResult(True, f"{alive}; server said: {message}")
         if kind == AUTH_SWITCH:
             plugin, _, seed = packet[1:].partition(b"\0")
             reply = scramble(plugin.decode("ascii", "replace"), password, seed.rstrip(b"\0"))
@@ -107,9 +156,19 @@ async def _finish_login(
             # answers what the server takes as a wrong password, which ends the login cleanly.
             reply = b"\0"
         else:
-            return PingResult(True, alive)
-        writer.write(_packet(sequence + 1, reply))
-    return PingResult(True, alive)
+            return packet  # OK, ERR or something else: the login is over
+        yield Send(_packet(sequence + 1, reply))
+    return b""  # still going after the rounds a login takes: alive, no more said
+
+
+def read_packet() -> Generator[Step, bytes, tuple[int, bytes]]:
+    """(sequence id, payload) of one packet."""
+    header = yield Read(4)
+    length = int.from_bytes(header[:3], "little")
+    if length > MAX_PACKET:
+        raise ProtocolError("not a MySQL server (oversized packet)")
+    payload = yield Read(length)
+    return header[3], payload
 
 
 def parse_greeting(packet: bytes) -> Greeting:
@@ -192,14 +251,6 @@ def default_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, no USER: a container's numeric user
         return "UNKNOWN_USER"
-
-
-async def _read_packet(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    header = await reader.readexactly(4)
-    length = int.from_bytes(header[:3], "little")
-    if length > MAX_PACKET:
-        raise ProtocolError("not a MySQL server (oversized packet)")
-    return header[3], await reader.readexactly(length)
 
 
 def _packet(sequence: int, payload: bytes) -> bytes:
