@@ -6,8 +6,10 @@ machine's shared server, which is only pinged.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -25,6 +27,7 @@ from tests.mysqld import MariaDB
 from tests.servers import Script, banner_server, free_port, http_server
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.base import Outcome
+from waitfor.checks.mysql import MysqlCheck
 from waitfor.checks.mysqlping import Greeting, handshake_response, scramble
 
 MakeServer = Callable[..., MariaDB]
@@ -93,6 +96,40 @@ def test_non_mysql_listeners() -> None:
     with banner_server(b"\x05\0\0\0\x09hello") as port:  # a pre-4.1 protocol 9 greeting
         outcome = assert_parity("127.0.0.1", port)
         assert outcome.reason == "not a MySQL server (its greeting is protocol 9, not protocol 10)"
+
+
+def test_first_attempt_without_the_event_loop_answers_as_the_runner(running: MariaDB) -> None:
+    """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
+    running.sql("CREATE USER 'app'@'%' IDENTIFIED BY 'right'")
+    port = running.port
+    ready = [
+        f"mysql://root@127.0.0.1:{port}",
+        f"mysql://app:right@127.0.0.1:{port}",
+        f"mysql://app:wrong@127.0.0.1:{port}",  # alive: the server said "Access denied"
+        f"mysql://app:right@127.0.0.1:{port}?ssl-mode=REQUIRED",  # no scramble sent: refused
+    ]
+    not_ready = [f"mysql://127.0.0.1:{free_port()}"]
+    for url in ready + not_ready:
+        check = MysqlCheck(parse_target(url))
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url
+    query = MysqlCheck(parse_target(f"mysql://root@127.0.0.1:{port}#mode=query"))
+    assert asyncio.run(query.probe(2.0)).ready
+    assert query.probe_now(2.0) is None  # PyMySQL's, on the event loop
+    greeting = (  # a greeting, then the server hangs up on the login: alive either way
+        b"\x0a10.11.0-fake\0" + bytes(4) + b"abcdefgh\0" + struct.pack("<HBHH", 0x8200, 33, 2, 8)
+    )
+    greeting += bytes([21]) + bytes(10) + b"ijklmnopqrst\0mysql_native_password\0"
+    with banner_server(len(greeting).to_bytes(3, "little") + b"\0" + greeting) as port:
+        check = MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}"))
+        later = asyncio.run(check.probe(2.0))
+        assert later.reason == "accepting connections (MySQL protocol 10, server 10.11.0-fake)"
+        assert check.probe_now(2.0) == later
+    for banner in (b"220 mail.example ESMTP\r\n", b"\x05\0\0\0\x09hello", b"\x0a"):
+        with banner_server(banner) as port:
+            assert MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}")).probe_now(2.0) is None
 
 
 # An error packet instead of the greeting: the app cannot connect either. mysqladmin agrees: its
