@@ -111,6 +111,9 @@ TARGETS = st.lists(
             "redis://127.0.0.1:{redis}",  # up, though it wants a password
             "redis://:q-pass@localhost:{redis}/2#mode=query",
             "memcached://127.0.0.1:{memcached}",
+            # the machine's MariaDB: alive for a ping whether the login is accepted or refused
+            "mysql://root@127.0.0.1:3306",
+            "mariadb://nosuchuser@localhost:3306/nodb",
         ]
     ),
     min_size=1,
@@ -172,7 +175,7 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, A
     assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
 
 
-@pytest.mark.parametrize("kind", ["tcp", "postgres", "file", "unix", "redis", "memcached"])
+@pytest.mark.parametrize("kind", ["tcp", "postgres", "file", "unix", "redis", "memcached", "mysql"])
 def test_a_ready_run_never_imports_asyncio(
     ports: dict[str, Any], tmp_path: Path, kind: str
 ) -> None:
@@ -190,6 +193,7 @@ def test_a_ready_run_never_imports_asyncio(
         "unix": f"unix://{ports['sock']}",
         "redis": f"redis://:q-pass@127.0.0.1:{ports['redis']}#mode=query",
         "memcached": f"memcached://127.0.0.1:{ports['memcached']}",
+        "mysql": "mysql://root@127.0.0.1:3306",
     }[kind]
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), target],
