@@ -7,7 +7,6 @@ blocking socket for the first attempt before the event loop exists (``probe_now`
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -20,8 +19,8 @@ from waitfor.checks.conversation import (
     Read,
     Send,
     Step,
+    attempt,
     first_attempt,
-    run_async,
 )
 from waitfor.values import Value
 
@@ -48,23 +47,14 @@ async def probe(
     tls: ssl.SSLContext | None,
     budget: float,
 ) -> Outcome:
-    from waitfor.checks import net
-
-    deadline = time.monotonic() + budget
     try:
-        reader, writer = await net.open_stream(*address, budget, tls=tls)
-    except net.NetError as exc:
-        return Outcome.down(str(exc))
-    try:
-        return await run_async(handshake(params, mode), reader, writer, deadline=deadline)
+        return await attempt(address, handshake(params, mode), budget, tls=tls)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
     except Closed:
         return Outcome.down("the broker closed the connection during the handshake")
     except OSError as exc:
         return Outcome.down(f"connection lost: {describe_os_error(exc)}")
-    finally:
-        writer.close()
 
 
 def probe_now(

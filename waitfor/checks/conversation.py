@@ -7,7 +7,9 @@ runner's attempts); :func:`run_blocking` over a connected socket, for ``Check.pr
 attempt before the event loop exists. Both throw :class:`Closed` into the generator when the peer
 hangs up mid-read, :class:`TooLong` when a line exceeds its limit and TimeoutError when a read
 after :class:`Briefly` takes too long, so the protocol code handles those once, and answers are
-the same either way. This module imports neither asyncio nor ssl.
+the same either way; a connection reset is thrown in too, on the event loop. :func:`attempt`
+and :func:`first_attempt` add the connection around them. This module imports neither asyncio
+nor ssl.
 """
 
 from __future__ import annotations
@@ -111,10 +113,35 @@ async def run_async(
                     soft = min(time.monotonic() + step.seconds, deadline - 0.05)
         except asyncio.IncompleteReadError as exc:
             answer = Closed(exc.partial)
+        except ConnectionError as exc:  # a reset: an answer to some (a mysql ping's login)
+            answer = exc
         except TooLong as exc:
             answer = exc
         except TimeoutError as exc:
             answer = exc
+
+
+async def attempt(
+    address: tuple[str, int],
+    conversation: Conversation,
+    budget: float,
+    *,
+    tls: ssl.SSLContext | None = None,
+) -> Outcome:
+    """One attempt on the event loop: connect within ``budget`` (``tls``: TLS from the first
+    byte), run ``conversation``, close. Not connecting is not ready, and says why; what the
+    conversation raises (the protocol's errors, Closed, OSError) is the caller's to word."""
+    from waitfor.checks import net
+
+    deadline = time.monotonic() + budget
+    try:
+        reader, writer = await net.open_stream(*address, budget, tls=tls)
+    except net.NetError as exc:
+        return Outcome.down(str(exc))
+    try:
+        return await run_async(conversation, reader, writer, deadline=deadline)
+    finally:
+        writer.close()
 
 
 async def _read_line(reader: asyncio.StreamReader, step: ReadLine) -> bytes:

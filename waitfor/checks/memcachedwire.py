@@ -16,8 +16,8 @@ from waitfor.checks.conversation import (
     Send,
     Step,
     TooLong,
+    attempt,
     first_attempt,
-    run_async,
 )
 
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
@@ -28,22 +28,14 @@ class NotMemcached(Exception):
 
 
 async def probe(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome:
-    from waitfor.checks import net
-
     try:
-        reader, writer = await net.open_stream(*address, budget)
-    except net.NetError as exc:
-        return Outcome.down(str(exc))
-    try:
-        return await run_async(version(user, password), reader, writer)
+        return await attempt(address, version(user, password), budget)
     except NotMemcached as exc:
         return Outcome.down(f"not a memcached server (it answered {exc})")
     except (Closed, ConnectionError):
         return Outcome.down("server closed the connection")
     except OSError as exc:
         return Outcome.down(describe_os_error(exc))
-    finally:
-        writer.close()
 
 
 def probe_now(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome | None:

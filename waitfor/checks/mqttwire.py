@@ -18,8 +18,8 @@ from waitfor.checks.conversation import (
     Read,
     Send,
     Step,
+    attempt,
     first_attempt,
-    run_async,
 )
 
 if TYPE_CHECKING:
@@ -68,22 +68,14 @@ async def probe(
     tls: ssl.SSLContext | None,
     budget: float,
 ) -> Outcome:
-    from waitfor.checks import net
-
     try:
-        reader, writer = await net.open_stream(*address, budget, tls=tls)
-    except net.NetError as exc:
-        return Outcome.down(str(exc))
-    try:
-        return await run_async(connect(credentials, mode), reader, writer)
+        return await attempt(address, connect(credentials, mode), budget, tls=tls)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
     except Closed:
         return Outcome.down("the broker closed the connection before CONNACK")
     except OSError as exc:
         return Outcome.down(f"connection lost: {describe_os_error(exc)}")
-    finally:
-        writer.close()
 
 
 def probe_now(

@@ -31,7 +31,6 @@ import hashlib
 import os
 import struct
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
 from waitfor.checks.base import Outcome, describe_os_error
 from waitfor.checks.conversation import (
@@ -40,13 +39,10 @@ from waitfor.checks.conversation import (
     Read,
     Send,
     Step,
+    attempt,
     first_attempt,
-    run_async,
 )
 from waitfor.values import Value
-
-if TYPE_CHECKING:
-    import asyncio
 
 MAX_PACKET = 65536  # a greeting or an error is far smaller: anything bigger is not MySQL
 PROTOCOL_10 = 10
@@ -74,41 +70,17 @@ class Greeting(Value):
 
 async def probe(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome:
     """One mysqladmin-style ping on the event loop."""
-    from waitfor.checks import net
-
     try:
-        reader, writer = await net.open_stream(*address, budget)
-    except net.NetError as exc:
-        return Outcome.down(str(exc))
-    try:
-        return await _run(ping(user, password), reader, writer)
+        return await attempt(address, ping(user, password), budget)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
     except OSError as exc:
         return Outcome.down(describe_os_error(exc))
-    finally:
-        writer.close()
 
 
 def probe_now(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome | None:
     """The same ping on a blocking socket; None unless alive in time."""
     return first_attempt(address, ping(user, password), budget, (ProtocolError,))
-
-
-async def _run(
-    conversation: Conversation, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> Outcome:
-    """run_async, but a reset connection (which it lets out) is told to the exchange too: after
-    the greeting a hang-up is an answer, before it the failure."""
-    try:
-        return await run_async(conversation, reader, writer)
-    except ConnectionError as exc:
-        try:
-            conversation.throw(exc)
-        except StopIteration as stop:
-            outcome: Outcome = stop.value
-            return outcome
-        raise  # the exchange did not end there: still the failure
 
 
 def ping(user: str, password: str) -> Conversation:

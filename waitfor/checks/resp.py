@@ -20,8 +20,8 @@ from waitfor.checks.conversation import (
     Send,
     Step,
     TooLong,
+    attempt,
     first_attempt,
-    run_async,
 )
 from waitfor.checks.redis import DEFAULT_PORT, RedisOptions
 
@@ -53,23 +53,15 @@ async def probe(
     target: Target, options: RedisOptions, context: ssl.SSLContext | None, budget: float
 ) -> Outcome:
     """One probe of a redis:// target (see :mod:`.redis` for what each answer means)."""
-    from waitfor.checks import net
-
-    host, port = target.host, target.port or DEFAULT_PORT
+    address = (target.host, target.port or DEFAULT_PORT)
     try:
-        reader, writer = await net.open_stream(host, port, budget, tls=context)
-    except net.NetError as exc:
-        return Outcome.down(str(exc))
-    try:
-        return await run_async(converse(target, options), reader, writer)
+        return await attempt(address, converse(target, options), budget, tls=context)
     except ProtocolError as exc:
         return Outcome.down(str(exc))
     except (Closed, ConnectionError):
         return Outcome.down("server closed the connection")
     except OSError as exc:
         return Outcome.down(describe_os_error(exc))
-    finally:
-        writer.close()
 
 
 def probe_now(target: Target, options: RedisOptions, budget: float) -> Outcome | None:
