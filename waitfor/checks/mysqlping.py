@@ -26,8 +26,6 @@ attempts, and on a blocking socket for the first attempt before the event loop e
 
 from __future__ import annotations
 
-import getpass
-import hashlib
 import os
 import struct
 from collections.abc import Generator
@@ -192,6 +190,8 @@ def scramble(plugin: str, password: str, seed: bytes) -> bytes:
     """The plugin's proof of the password; empty for no password or a plugin we do not speak."""
     if not password:
         return b""
+    import hashlib  # loads OpenSSL's libcrypto (~2 ms): only a login with a password needs it
+
     secret = password.encode()
     if plugin == "mysql_native_password":  # SHA-1 is the protocol's choice, not ours
         stage1 = hashlib.sha1(secret, usedforsecurity=False).digest()
@@ -219,6 +219,8 @@ def default_user() -> str:
     """The user the MySQL clients log in as when none is given: root for root, else the login."""
     if os.geteuid() == 0:
         return "root"
+    import getpass  # loads termios: only a non-root user without a user in the URL needs it
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, no USER: a container's numeric user
