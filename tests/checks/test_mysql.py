@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import trustme
 
 from tests.attempts import probe
 from tests.mysqld import MariaDB
-from tests.servers import Script, banner_server, free_port, http_server
+from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.checks.base import Outcome
 from waitfor.checks.mysql import MysqlCheck
@@ -122,11 +123,21 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(running: Mar
         b"\x0a10.11.0-fake\0" + bytes(4) + b"abcdefgh\0" + struct.pack("<HBHH", 0x8200, 33, 2, 8)
     )
     greeting += bytes([21]) + bytes(10) + b"ijklmnopqrst\0mysql_native_password\0"
-    with banner_server(len(greeting).to_bytes(3, "little") + b"\0" + greeting) as port:
+    packet = len(greeting).to_bytes(3, "little") + b"\0" + greeting
+    with banner_server(packet) as port:
         check = MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}"))
         later = asyncio.run(check.probe(2.0))
         assert later.reason == "accepting connections (MySQL protocol 10, server 10.11.0-fake)"
         assert check.probe_now(2.0) == later
+
+    def reset_after_greeting(conn: socket.socket) -> None:
+        conn.sendall(packet)
+        conn.recv(1000)  # the login
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+
+    with scripted_peer(reset_after_greeting) as port:  # a reset, not a hang-up: alive too
+        check = MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}"))
+        assert check.probe_now(2.0) == asyncio.run(check.probe(2.0)) == later
     for banner in (b"220 mail.example ESMTP\r\n", b"\x05\0\0\0\x09hello", b"\x0a"):
         with banner_server(banner) as port:
             assert MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}")).probe_now(2.0) is None

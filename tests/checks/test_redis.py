@@ -183,6 +183,14 @@ def test_non_redis_listeners() -> None:
         assert outcome.reason == "not a Redis server (it answered '220 mail.example ESM')"
 
 
+def test_deeply_nested_answers_are_refused() -> None:
+    with banner_server(b"*1\r\n" * 5000) as port:  # each level is a frame: no RecursionError
+        check = RedisCheck(parse_target(f"redis://127.0.0.1:{port}"))
+        reason = "answer nested too deeply for a Redis health check"
+        assert asyncio.run(check.probe(2.0)) == Outcome.down(reason)
+        assert check.probe_now(2.0) is None
+
+
 # --- logging in, keys, databases ---------------------------------------------------------------
 
 

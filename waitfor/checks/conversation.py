@@ -7,7 +7,7 @@ runner's attempts); :func:`run_blocking` over a connected socket, for ``Check.pr
 attempt before the event loop exists. Both throw :class:`Closed` into the generator when the peer
 hangs up mid-read, :class:`TooLong` when a line exceeds its limit and TimeoutError when a read
 after :class:`Briefly` takes too long, so the protocol code handles those once, and answers are
-the same either way; a connection reset is thrown in too, on the event loop. :func:`attempt`
+the same either way; a connection reset is thrown in too. :func:`attempt`
 and :func:`first_attempt` add the connection around them. This module imports neither asyncio
 nor ssl.
 """
@@ -194,6 +194,8 @@ def run_blocking(conversation: Conversation, sock: socket.socket, deadline: floa
         except TimeoutError as exc:
             if soft == deadline:
                 raise  # the attempt's own time is up: undecided
+            answer = exc
+        except ConnectionError as exc:  # as on the event loop
             answer = exc
 
 

@@ -38,7 +38,7 @@ class MemcachedCheck(Check):
         return Address(host, port, display, secrets, (("user", user), ("password", password)))
 
     async def probe(self, budget: float) -> Outcome:
-        from waitfor.checks import memcachedwire  # the protocol, and asyncio, only when probing
+        from waitfor.checks import memcachedwire  # the protocol only when probing
 
         return await memcachedwire.probe(self._address, *self._credentials, budget)
 

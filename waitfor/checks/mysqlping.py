@@ -111,7 +111,7 @@ def log_in(
     greeting: Greeting, sequence: int, user: str, password: str
 ) -> Generator[Step, bytes, bytes]:
     """Answer the server until it accepts or refuses the login (or says something we do not
-    follow): its last packet."""
+    follow): its last packet, or b"" when the rounds run out."""
     yield Send(_packet(sequence + 1, handshake_response(greeting, user, password)))
     for _ in range(4):  # auth switch, more data, OK: a few rounds at most
         sequence, packet = yield from read_packet()

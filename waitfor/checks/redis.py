@@ -105,7 +105,7 @@ class RedisCheck(Check):
         return self.target.options
 
     async def probe(self, budget: float) -> Outcome:
-        from waitfor.checks import resp  # the protocol, and asyncio, only when probing
+        from waitfor.checks import resp  # the protocol only when probing
 
         context = None
         if self.target.scheme == "rediss":

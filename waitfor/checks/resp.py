@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 MAX_LINE = 64 * 1024  # a simple string or error; INFO replication is a bulk of ~1 KiB
 MAX_BULK = 1024 * 1024
 MAX_ITEMS = 1024
+MAX_DEPTH = 8  # nested arrays; each level is a generator frame
 
 Reply = str | int | bytes | None | list["Reply"]
 
@@ -134,7 +135,9 @@ def call(*words: str) -> Generator[Step, bytes, Reply | RedisError]:
         return exc
 
 
-def read_reply() -> Generator[Step, bytes, Reply]:
+def read_reply(depth: int = 0) -> Generator[Step, bytes, Reply]:
+    if depth > MAX_DEPTH:  # the commands asked for nest one level at most
+        raise ProtocolError("answer nested too deeply for a Redis health check")
     line = yield from _line()
     kind, rest = line[:1], line[1:]
     if kind == b"+":
@@ -158,7 +161,7 @@ def read_reply() -> Generator[Step, bytes, Reply]:
             return None
         items: list[Reply] = []
         for _ in range(count):
-            items.append((yield from read_reply()))
+            items.append((yield from read_reply(depth + 1)))
         return items
     raise ProtocolError(f"not a Redis server (it answered {_shown(line[:20])})")
 
