@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from waitfor.checks.postgres import PostgresOptions
 from waitfor.errors import TargetError
-from waitfor.pgconninfo import endpoints, parse_dsn, parse_uri
+from waitfor.pgconninfo import DSN_TOKEN, endpoints, looks_like_dsn, parse_dsn, parse_uri
 from waitfor.targets import parse_target
 
 
@@ -127,3 +130,14 @@ def test_doubled_quotes_are_not_an_escape_in_libpq() -> None:
 def test_uri_parser_is_strict_about_ipv6() -> None:
     with pytest.raises(ValueError, match="invalid IPv6 host"):
         parse_uri("postgresql://[::1/x")
+
+
+DSN_LIKE = ["host=db", " host = db", "ho st=db", "a =", "h\u2003=x", "é=x", "=x", "host", ""]
+
+
+@settings(max_examples=1000)
+@given(
+    st.sampled_from(DSN_LIKE) | st.text(" \t\u2003=_aZ9#'/:@é", max_size=8) | st.text(max_size=8)
+)
+def test_the_dsn_test_is_the_token_regex(text: str) -> None:
+    assert looks_like_dsn(text) == bool(re.match(DSN_TOKEN, text))

@@ -49,11 +49,16 @@ SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SESSION_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
 DEFAULT_SOCKET_DIR = "/var/run/postgresql"  # Debian's and the postgres image's libpq default
 DEFAULT_PORT = 5432
-_DSN_TOKEN = re.compile(r"\s*([A-Za-z_]+)\s*=\s*")
+DSN_TOKEN = r"\s*([A-Za-z_]+)\s*=\s*"  # compiled on first use (re caches it): DSNs only
+_KEYWORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 def looks_like_dsn(text: str) -> bool:
-    return bool(_DSN_TOKEN.match(text))
+    """Whether ``text`` starts as DSN_TOKEN matches (``keyword =``), without the regex: every
+    postgresql target asks, and a URI never is one."""
+    keyword, equals, _ = text.partition("=")
+    keyword = keyword.strip()
+    return bool(equals and keyword) and _KEYWORD_CHARS.issuperset(keyword)
 
 
 def split_dsn_fragment(text: str) -> tuple[str, str]:
@@ -68,7 +73,7 @@ def split_dsn_fragment(text: str) -> tuple[str, str]:
             index += 1
         if index < length and text[index] == "#":
             return text[:index], text[index + 1 :]
-        match = _DSN_TOKEN.match(text, index)
+        match = re.compile(DSN_TOKEN).match(text, index)
         if not match:
             hash_ = text.find("#", index)  # not a DSN after all: parse_dsn will say so
             return (text[:hash_], text[hash_ + 1 :]) if hash_ >= 0 else (text, "")
@@ -95,7 +100,7 @@ def parse_dsn(text: str) -> dict[str, str]:
     # After an unquoted password, the text is not quoted: it may be the password's own tail.
     suspect = False
     while position < len(text):
-        match = _DSN_TOKEN.match(text, position)
+        match = re.compile(DSN_TOKEN).match(text, position)
         if not match:
             where = f"after {previous}=..." if previous else "at the start"
             raise ValueError(f"expected keyword=value {where}")

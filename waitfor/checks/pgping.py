@@ -21,26 +21,42 @@ import functools
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from waitfor.checks.base import describe_os_error
 from waitfor.pgconninfo import Endpoint, endpoints
 from waitfor.values import Value
 
-if TYPE_CHECKING:  # the event loop's pieces and ssl are imported where used: see ping_now
+# Types only: made at run time they would cost start-up. asyncio and ssl are imported where used.
+if TYPE_CHECKING:
     import asyncio
     import ssl
+    from collections.abc import Awaitable, Callable
+    from typing import Protocol, TypeVar
 
     from waitfor.checks import net
+
+    _T = TypeVar("_T")
+    TlsContext = Callable[[], ssl.SSLContext]
+
+    class _Channel(Protocol):
+        """A connection the conversation runs over: on the event loop, or blocking (ping_now)."""
+
+        async def send(self, data: bytes) -> None: ...
+        async def recv(self, size: int) -> bytes: ...  # at most size bytes; b"" at the end
+        async def readexactly(self, size: int) -> bytes: ...  # _Closed at the end
+        async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None: ...
+        def unread_data(self) -> bool: ...
+        def close(self) -> None: ...
+
+    OpenChannel = Callable[[Any], Awaitable[_Channel]]
 
 # Network-order int32s by int.to_bytes, not struct: one module fewer to load at start.
 SSL_REQUEST = (8).to_bytes(4, "big") + (80877103).to_bytes(4, "big")
 PROTOCOL_3_0 = 196608
 CANNOT_CONNECT_NOW = "57P03"
 MAX_MESSAGE = 30000  # libpq's limit for messages before authentication
-_T = TypeVar("_T")
 
 
 class Ping(Enum):
@@ -57,9 +73,6 @@ class PingResult(Value):
 
 class ConfigurationError(Exception):
     """A client-side setting that makes every attempt fail (e.g. a missing root certificate)."""
-
-
-TlsContext = Callable[[], "ssl.SSLContext"]
 
 
 async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult:
@@ -114,22 +127,8 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
     return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
 
 
-class _Channel(Protocol):
-    """A connection the conversation runs over: on the event loop, or blocking (ping_now)."""
-
-    async def send(self, data: bytes) -> None: ...
-    async def recv(self, size: int) -> bytes: ...  # at most size bytes; b"" at the end
-    async def readexactly(self, size: int) -> bytes: ...  # _Closed at the end
-    async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None: ...
-    def unread_data(self) -> bool: ...
-    def close(self) -> None: ...
-
-
 class _Closed(Exception):
     """The server closed the connection before the conversation was over."""
-
-
-OpenChannel = Callable[[Any], Awaitable["_Channel"]]
 
 
 async def _ping_address(
