@@ -212,18 +212,28 @@ def test_gzip_and_deflate_bodies_are_decoded() -> None:
 
 
 def max_rss_of_waitfor(*args: str) -> tuple[int, int]:
-    """(exit code, peak RSS in KiB) of one waitfor run in a fresh interpreter."""
+    """(exit code, peak RSS in KiB) of one waitfor run in a fresh interpreter.
+
+    It ends as the ``waitfor`` command does (waitfor.cli.run): os._exit, no interpreter shutdown,
+    which would unwind an abandoned body-search thread and let RE2 abort mid-call.
+    """
     code = (
-        "import atexit, resource, sys\n"
-        "atexit.register(lambda: print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-        " file=sys.stderr))\n"
+        "import os, resource, sys\n"
         "from waitfor.cli import main\n"
-        "main(sys.argv[1:])\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as exc:\n"
+        "    status = exc.code if isinstance(exc.code, int) else 1\n"
+        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(f'max_rss={rss}', file=sys.stderr, flush=True)\n"
+        "os._exit(status)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
     )
-    return result.returncode, int(result.stderr.split()[-1])
+    rss = [line for line in result.stderr.splitlines() if line.startswith("max_rss=")]
+    assert rss, result.stderr
+    return result.returncode, int(rss[-1].removeprefix("max_rss="))
 
 
 def test_a_gzip_bomb_is_bounded_before_decompression() -> None:
