@@ -21,3 +21,14 @@ def probe(url: str, budget: float = 3.0) -> Outcome:
             return Outcome.down(f"timed out after {budget:.1f}s")
 
     return asyncio.run(attempt())
+
+
+def assert_first_attempt_as_runner(ready: list[str], not_ready: list[str]) -> None:
+    """probe_now (the cold-start path) gives probe's outcome for each ready target, else None."""
+    for url in ready + not_ready:
+        target = parse_target(url)
+        check = check_class(target.scheme)(target)
+        now = check.probe_now(2.0)
+        later = asyncio.run(check.probe(2.0))
+        assert later.ready == (url in ready), later
+        assert now == (later if later.ready else None), url

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from tests.attempts import assert_first_attempt_as_runner
 from tests.brokers import RabbitNode, RabbitScratch, tls_terminator
 from tests.conftest import FAST
 from tests.servers import scripted_peer
@@ -367,10 +368,5 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(
         f"amqp://{address}#mode=ping",
     ]
     not_ready = [f"amqp://{user}:pw@{address}/missing", f"amqp://{user}:bad@{address}/{vhost}"]
-    for url in ready + not_ready:
-        check = AmqpCheck(parse_target(url))
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
-        assert later.ready == (url in ready), later
-        assert now == (later if later.ready else None), url
+    assert_first_attempt_as_runner(ready, not_ready)
     assert AmqpCheck(parse_target(f"amqps://{address}")).probe_now(2.0) is None

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.attempts import probe
+from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.redisd import Memcached, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
@@ -81,12 +80,7 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(
         f"memcached://app:m-s3cret@127.0.0.1:{locked.port}",
     ]
     not_ready = [f"memcached://app:wrong@127.0.0.1:{locked.port}", "memcached://127.0.0.1:1"]
-    for url in ready + not_ready:
-        check = MemcachedCheck(parse_target(url))
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
-        assert later.ready == (url in ready), later
-        assert now == (later if later.ready else None), url
+    assert_first_attempt_as_runner(ready, not_ready)
     with banner_server(b"220 mail.example ESMTP\r\n") as port:
         assert MemcachedCheck(parse_target(f"memcached://127.0.0.1:{port}")).probe_now(2.0) is None
 

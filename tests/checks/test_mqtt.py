@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from tests.attempts import assert_first_attempt_as_runner
 from tests.brokers import MOSQUITTO_PORT, Mosquitto, have
 from tests.conftest import FAST
 from tests.servers import listening, scripted_peer, server_factory
@@ -250,10 +250,5 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(mosquitto: M
     address = f"127.0.0.1:{broker.port}"
     ready = [f"mqtt://app:right@{address}", f"mqtt://{address}#mode=ping"]
     not_ready = [f"mqtt://app:wrong@{address}", f"mqtt://{address}", "mqtt://127.0.0.1:1"]
-    for url in ready + not_ready:
-        check = MqttCheck(parse_target(url))
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
-        assert later.ready == (url in ready), later
-        assert now == (later if later.ready else None), url
+    assert_first_attempt_as_runner(ready, not_ready)
     assert MqttCheck(parse_target(f"mqtts://{address}")).probe_now(2.0) is None

@@ -23,7 +23,7 @@ import pymysql
 import pytest
 import trustme
 
-from tests.attempts import probe
+from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.mysqld import MariaDB
 from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
@@ -110,12 +110,7 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(running: Mar
         f"mysql://app:right@127.0.0.1:{port}?ssl-mode=REQUIRED",  # no scramble sent: refused
     ]
     not_ready = [f"mysql://127.0.0.1:{free_port()}"]
-    for url in ready + not_ready:
-        check = MysqlCheck(parse_target(url))
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
-        assert later.ready == (url in ready), later
-        assert now == (later if later.ready else None), url
+    assert_first_attempt_as_runner(ready, not_ready)
     query = MysqlCheck(parse_target(f"mysql://root@127.0.0.1:{port}#mode=query"))
     assert asyncio.run(query.probe(2.0)).ready
     assert query.probe_now(2.0) is None  # PyMySQL's, on the event loop

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from tests.attempts import assert_first_attempt_as_runner
 from tests.brokers import NATS_PORT, NatsServer, have
 from tests.conftest import FAST
 from tests.servers import listening, scripted_peer, server_factory
@@ -219,10 +219,5 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(nats: MakeSe
         f"nats://127.0.0.1:{plain.port}#jetstream",
     ]
     not_ready = [f"nats://app:wrong@{address}", f"nats://app:right@{address}#jetstream"]
-    for url in ready + not_ready:
-        check = NatsCheck(parse_target(url))
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
-        assert later.ready == (url in ready), later
-        assert now == (later if later.ready else None), url
+    assert_first_attempt_as_runner(ready, not_ready)
     assert NatsCheck(parse_target(f"tls://{address}")).probe_now(2.0) is None

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.attempts import probe
+from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
@@ -279,12 +279,7 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(
         f"redis://{address}#mode=query",  # a configuration error: the runner says so
         f"redis://127.0.0.1:{free_port()}",
     ]
-    for url in ready + not_ready:
-        check = RedisCheck(parse_target(url))
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
-        assert later.ready == (url in ready), later
-        assert now == (later if later.ready else None), url
+    assert_first_attempt_as_runner(ready, not_ready)
     with banner_server(b"220 mail.example ESMTP\r\n") as port:
         assert RedisCheck(parse_target(f"redis://127.0.0.1:{port}")).probe_now(2.0) is None
     assert RedisCheck(parse_target(f"rediss://{address}#insecure")).probe_now(2.0) is None
