@@ -45,8 +45,7 @@ class SplitResult(Value):
     @property
     def hostname(self) -> str | None:
         """The host, lower-cased up to an IPv6 zone (``%eth0``), brackets removed; None if empty."""
-        _, bracket, inside = self.hostport.partition("[")
-        host = inside.partition("]")[0] if bracket else self.hostport.partition(":")[0]
+        _, host, _ = _host_of(self.hostport)
         if not host:
             return None
         address, percent, zone = host.partition("%")
@@ -83,16 +82,22 @@ def urlsplit(url: str) -> SplitResult:
     return SplitResult(scheme, netloc, url, query, fragment)
 
 
-def _check_bracketed(netloc: str) -> None:
-    """Only ``[IPv6]`` or ``[v1.future]``, then nothing but ``:port``; no text before it."""
-    hostport = netloc.rpartition("@")[2]
+def _host_of(hostport: str) -> tuple[str, str, str]:
+    """(text before a ``[``, the host, what follows it): between brackets if there are any."""
     before, bracket, inside = hostport.partition("[")
     if bracket:
         host, _, after = inside.partition("]")
-        if before or (after and not after.startswith(":")):
-            raise ValueError("Invalid IPv6 URL")
-    else:  # the brackets are in the user information: the host must still be an address
-        host = hostport.partition(":")[0]
+        return before, host, after
+    host, colon, port = hostport.partition(":")
+    return "", host, colon + port
+
+
+def _check_bracketed(netloc: str) -> None:
+    """Only ``[IPv6]`` or ``[v1.future]``, then nothing but ``:port``; no text before it. With
+    the brackets in the user information only, the host must still be such an address."""
+    before, host, after = _host_of(netloc.rpartition("@")[2])
+    if before or (after and not after.startswith(":")):
+        raise ValueError("Invalid IPv6 URL")
     if host.startswith("v"):
         version, dot, rest = host[1:].partition(".")
         if not (version and dot and rest and all(c in HEX_DIGITS for c in version)):
