@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from waitfor import parse_target
-from waitfor.checks import check_class
-from waitfor.checks.base import Outcome
+from waitfor.kind import Outcome
+from waitfor.kinds import check_class
 
 
 def probe(url: str, budget: float = 3.0) -> Outcome:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from waitfor.checks import KINDS, Kind
-from waitfor.checks.activity import waiting_on
-from waitfor.checks.base import Check, Outcome
+from waitfor.kind import Check, Outcome
+from waitfor.kinds import KINDS, Kind
+from waitfor.net.activity import waiting_on
 from waitfor.targets import Target
 
 

@@ -119,5 +119,5 @@ def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
         )
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
-    assert "waitfor.checks.tcp" in imported
-    assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.checks.http"}
+    assert "waitfor.kinds.tcp" in imported
+    assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.kinds.http"}

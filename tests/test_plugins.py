@@ -39,9 +39,25 @@ notacheck = "waitfor_broken:NotACheck"
 noprobe = "waitfor_broken:NoProbe"
 missing = "waitfor_broken:Missing"
 tcp = "waitfor_broken:NotACheck"
+flagfile = "waitfor_flagfile:FlagFileCheck"
 
 [tool.setuptools]
-py-modules = ["waitfor_broken", "waitfor_broken_raises"]
+py-modules = ["waitfor_broken", "waitfor_broken_raises", "waitfor_flagfile"]
+"""
+
+# A kind whose targets have no host (flagfile:///path), written with nothing but probe().
+FLAGFILE = """\
+import os
+
+from waitfor.kind import Check, Outcome
+
+
+class FlagFileCheck(Check):
+    async def probe(self, budget: float) -> Outcome:
+        path = self.target.url.removeprefix("flagfile://")
+        if os.path.exists(path):
+            return Outcome.up(f"{path} exists")
+        return Outcome.down(f"no {path} yet")
 """
 
 
@@ -64,6 +80,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     broken.mkdir()
     (broken / "pyproject.toml").write_text(BROKEN_PYPROJECT)
     (broken / "waitfor_broken_raises.py").write_text('raise ImportError("needs libfoo.so.1")\n')
+    (broken / "waitfor_flagfile.py").write_text(FLAGFILE)
     (broken / "waitfor_broken.py").write_text(
         "from waitfor import Check\n\n"
         "class NotACheck:\n    pass\n\n"
@@ -150,6 +167,28 @@ def test_the_library_waits_on_an_installed_kind(venv: Path) -> None:
     assert result.stdout.split() == ["zookeeper", "True", "imok"]
 
 
+def test_a_kind_without_a_host_needs_only_probe(venv: Path, tmp_path: Path) -> None:
+    flag = tmp_path / "migrated"
+    target = f"flagfile://{flag}"
+    result = run(venv, "-m", "waitfor", "-t", "0.3", target)
+    assert result.returncode == 124, result.stderr
+    assert f"no {flag} yet" in result.stderr
+    flag.touch()
+    result = run(venv, "-m", "waitfor", "-o", "text", "-t", "20", target)
+    assert result.returncode == 0, result.stderr
+    assert f"{target} is ready ({flag} exists)" in result.stderr
+
+
+def test_plugins_use_only_the_published_interface() -> None:
+    """examples/plugin and the README's kind imports come from waitfor.kind (and waitfor) only."""
+    sources = [(PLUGIN / "waitfor_zookeeper.py").read_text(), FLAGFILE]
+    for source in sources:
+        imports = [line for line in source.splitlines() if "import" in line and "waitfor" in line]
+        assert imports, source
+        for line in imports:
+            assert line.startswith(("from waitfor.kind import", "from waitfor import")), line
+
+
 def test_a_down_plugin_target_times_out_with_its_reason(venv: Path) -> None:
     port = free_port()
     result = run(venv, "-m", "waitfor", "-t", "0.5", f"zookeeper://127.0.0.1:{port}")
@@ -166,6 +205,7 @@ def test_a_down_plugin_target_times_out_with_its_reason(venv: Path) -> None:
         ("missing://db", "cannot be loaded: AttributeError"),
         ("zookeeper://db:2181#mode=ping", "unknown option 'mode' (known: none)"),
         ("zookeeper://db:99999", "invalid port"),
+        ("zookeeper:whatever", "missing host"),
         ("nope://db", "unknown scheme 'nope'"),
     ],
 )

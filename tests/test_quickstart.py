@@ -203,5 +203,5 @@ def test_a_ready_run_never_imports_asyncio(
     )
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
-    assert f"waitfor.checks.{kind}" in imported
-    assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.checks.net"}
+    assert f"waitfor.kinds.{kind}" in imported
+    assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.net.aio"}

@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import FAST
 from tests.fakes import BEHAVIOURS, fake_kind
-from waitfor.checks.base import Outcome
 from waitfor.errors import CheckFailed, WaitTimeout
+from waitfor.kind import Outcome
 from waitfor.runner import Event, EventType, run
 from waitfor.targets import Target
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from waitfor import checks, targets, urls
-from waitfor.checks.http import HttpOptions
+from waitfor import kinds, targets, urls
 from waitfor.errors import TargetError
+from waitfor.kinds.http import HttpOptions
 from waitfor.targets import parse_target
 
 
@@ -209,8 +209,8 @@ def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
         "import sys\n"
         "from waitfor.targets import parse_target\n"
         f"parse_target({text!r})\n"
-        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.checks.pgping', 'h2', 'asyncio',"
-        " 'pymysql', 'waitfor.checks.mysqlping', 'waitfor.checks.resp']\n"
+        "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.kinds.postgres.ping', 'h2', 'asyncio',"
+        " 'pymysql', 'waitfor.kinds.mysql.ping', 'waitfor.kinds.redis.wire']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"
     )
     loaded = subprocess.run(
@@ -222,12 +222,12 @@ def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
 def test_every_kind_is_one_registry_line_and_parses_its_own_targets() -> None:
     """targets.py names no kind: a kind's schemes, address and options all come from its module."""
     source = Path(targets.__file__).read_text()
-    for kind in checks.BUILTIN:
+    for kind in kinds.BUILTIN:
         for scheme in kind.schemes:
             assert f'"{scheme}' not in source
             assert f"'{scheme}" not in source
         assert kind.name not in re.findall(r"_parse_(\w+)", source)
-        assert checks.load(kind).USAGE, f"{kind.name} has no --help rows"
+        assert kinds.load(kind).USAGE, f"{kind.name} has no --help rows"
 
 
 @given(st.lists(st.text("0123456789\u0661", max_size=4), min_size=1, max_size=5).map(".".join))

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from waitfor.api import wait_for, wait_for_async
     from waitfor.backoff import Backoff
-    from waitfor.checks.base import Address, Check, Options, Outcome
     from waitfor.errors import (
         CheckFailed,
         Interrupted,
@@ -25,18 +24,19 @@ if TYPE_CHECKING:
         WaitTimeout,
     )
     from waitfor.events import Event, EventType, TargetResult
+    from waitfor.kind import Address, Check, Options, Outcome
     from waitfor.targets import Target, parse_target
 
 _WHERE = {
-    "Address": "waitfor.checks.base",
+    "Address": "waitfor.kind",
     "Backoff": "waitfor.backoff",
-    "Check": "waitfor.checks.base",
+    "Check": "waitfor.kind",
     "CheckFailed": "waitfor.errors",
     "Event": "waitfor.events",
     "EventType": "waitfor.events",
     "Interrupted": "waitfor.errors",
-    "Options": "waitfor.checks.base",
-    "Outcome": "waitfor.checks.base",
+    "Options": "waitfor.kind",
+    "Outcome": "waitfor.kind",
     "Target": "waitfor.targets",
     "TargetError": "waitfor.errors",
     "TargetResult": "waitfor.events",

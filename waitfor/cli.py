@@ -16,11 +16,11 @@ from typing import Any, NoReturn
 
 import click
 
-from waitfor import api, checks
+from waitfor import api, kinds
 from waitfor.backoff import Backoff
-from waitfor.checks.base import describe_os_error
 from waitfor.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
+from waitfor.kind import describe_os_error
 from waitfor.report import OUTPUTS, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
@@ -85,7 +85,7 @@ class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in
 
 def target_help() -> str:
     """The targets part of --help, from each kind's own usage rows."""
-    rows = [row for kind in checks.BUILTIN for row in checks.load(kind).USAGE]
+    rows = [row for kind in kinds.BUILTIN for row in kinds.load(kind).USAGE]
     lines = [f"  {form + ' ':<35} {meaning}".rstrip() for form, meaning in rows]
     lines.append(
         "  {namespace} in a target becomes the pod's namespace"

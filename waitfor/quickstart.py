@@ -3,7 +3,7 @@
 Most waits find their dependencies already up (an init container restarted with its database
 running, a script run twice): one attempt per target decides, and importing asyncio (a third of
 waitfor's start-up) would be wasted. Here each target gets that first attempt synchronously,
-through its kind's :meth:`~waitfor.checks.base.Check.probe_now`, one after the other within
+through its kind's :meth:`~waitfor.kind.Check.probe_now`, one after the other within
 :data:`QUICK_BUDGET`.
 
 This path only ever answers "all ready". Anything else — a kind without ``probe_now``, a target
@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from waitfor.checks import check_class
-from waitfor.checks.base import Check
 from waitfor.events import Event, EventHandler, EventType, TargetResult
+from waitfor.kind import Check
+from waitfor.kinds import check_class
 from waitfor.targets import Target
 
 #: the most the synchronous attempts may take together before the runner takes over

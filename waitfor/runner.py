@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from waitfor.backoff import Backoff
-from waitfor.checks import activity, check_class
-from waitfor.checks.base import Check, Outcome, describe_os_error
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.events import Event, EventHandler, EventType, TargetResult
+from waitfor.kind import Check, Outcome, describe_os_error
+from waitfor.kinds import check_class
+from waitfor.net import activity
 from waitfor.targets import Target
 
 __all__ = ["Event", "EventHandler", "EventType", "TargetResult", "run"]

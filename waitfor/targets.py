@@ -2,7 +2,7 @@
 
 Every target is a URL naming what to await; what waitfor should expect of it goes in the
 fragment, which no protocol ever sends anywhere: ``https://api/healthz#status=200-299&body=ok``.
-The scheme picks the check kind (see :mod:`waitfor.checks`); the kind parses the address and
+The scheme picks the check kind (see :mod:`waitfor.kinds`); the kind parses the address and
 validates the options. What every kind shares happens here: splitting off the fragment into
 options, ``{namespace}``, global option defaults, and collecting secrets for redaction.
 """
@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from waitfor import checks, redaction
+from waitfor import kinds, redaction
 from waitfor.errors import TargetError
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
@@ -72,18 +72,18 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         except ValueError as exc:
             raise TargetError(redaction.unparsed(text), str(exc)) from None
     match = _SCHEME.match(text)
-    bare = None if match or not text else checks.claim_bare(text)
-    kind: checks.Kind | None
+    bare = None if match or not text else kinds.claim_bare(text)
+    kind: kinds.Kind | None
     if bare is not None:
         kind, address, fragment = bare
         scheme = kind.schemes[0]
     else:
         address, _, fragment = text.partition("#")
         scheme = match.group(1).lower() if match else ""
-        kind = checks.find_kind(scheme) if match else None
+        kind = kinds.find_kind(scheme) if match else None
     try:
-        cls = checks.load(kind) if kind is not None else None
-    except checks.KindError as exc:  # a broken third-party kind: only its targets fail
+        cls = kinds.load(kind) if kind is not None else None
+    except kinds.KindError as exc:  # a broken third-party kind: only its targets fail
         raise TargetError(redaction.unparsed(text), str(exc)) from None
     # Until the address parses, show only what cannot be secret; then the display is built
     # from the parsed parts (see waitfor.redaction).
@@ -99,8 +99,8 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
     if not _is_utf8(text):
         raise TargetError(shown, "contains bytes that are not UTF-8")
     if kind is None or cls is None:
-        known = ", ".join(f"{s}:" for s in checks.known_schemes())
-        hint = checks.missing_scheme_hint(text)
+        known = ", ".join(f"{s}:" for s in kinds.known_schemes())
+        hint = kinds.missing_scheme_hint(text)
         if hint is not None:
             raise TargetError(shown, f"missing scheme; {hint}")
         if not match:

@@ -121,13 +121,14 @@ def secrets(parts: SplitResult) -> set[str]:
     return found
 
 
-def display(scheme: str, parts: SplitResult) -> str:
+def display(scheme: str, parts: SplitResult, *, authority: bool = False) -> str:
     """The URL rebuilt from its parts without secrets: ``scheme://user:***@host:port/path?query``.
 
     The password is left out, secret-named query values become ``***`` (see waitfor.redaction).
+    ``authority``: the URL had one, perhaps empty (``flagfile:///path`` keeps its ``//``).
     """
     query = f"?{redaction.query(parts.query)}" if parts.query else ""
-    if not parts.netloc and not parts.path.startswith("//"):
+    if not parts.netloc and not authority and not parts.path.startswith("//"):
         return f"{scheme}:{parts.path}{query}"
     netloc = redaction.userinfo(parts.username, parts.password) + parts.hostport
     return f"{scheme}://{netloc}{parts.path}{query}"

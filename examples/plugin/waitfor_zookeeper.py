@@ -1,8 +1,6 @@
 """zookeeper://HOST[:PORT]: ready when the server answers "ruok" with "imok"."""
 
-from waitfor import Address, Check, Outcome
-from waitfor.checks import net  # resolves and connects within the attempt's budget
-from waitfor.checks.base import standard_address
+from waitfor.kind import Address, Check, NetError, Outcome, open_stream, standard_address
 
 
 class ZookeeperCheck(Check):
@@ -10,12 +8,12 @@ class ZookeeperCheck(Check):
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        return standard_address(scheme, url, default_port=2181)  # host and port, validated
+        return standard_address(scheme, url, default_port=2181)  # a host is required, validated
 
     async def probe(self, budget: float) -> Outcome:
-        try:
-            reader, writer = await net.open_stream(self.target.host, self.target.port, budget)
-        except net.NetError as exc:  # refused, unreachable, not resolving: retried
+        try:  # resolves and connects within the attempt's budget
+            reader, writer = await open_stream(self.target.host, self.target.port, budget)
+        except NetError as exc:  # refused, unreachable, not resolving: retried
             return Outcome.down(str(exc))
         try:
             writer.write(b"ruok")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.attempts import probe
 from tests.servers import scripted_peer
-from waitfor.checks.base import Outcome
+from waitfor.kind import Outcome
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "400")) // 4
 BUDGET = 2.0

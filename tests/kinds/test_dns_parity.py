@@ -1,0 +1,254 @@
+"""``dns:NAME`` against the oracle: ``getent ahosts NAME`` (glibc's getaddrinfo), row by row.
+
+Each environment is a private mount namespace (``unshare -m``) in which /etc/hosts,
+/etc/resolv.conf and /etc/nsswitch.conf are bind-mounted files this test wrote; the machine's own
+files are never touched. Both tools run inside the same namespace, against a dnsmasq this test
+starts, whose upstream for bad.test answers SERVFAIL, and scripted servers (silent, flaky).
+A row asserts the same answer from both: the same set of addresses, or both "not found".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.message
+import dns.rrset
+import pytest
+
+from tests.dnsserver import DnsServer, UdpResponder, next_address, servfail
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("getent") is None,
+    reason="mount namespaces need root, unshare (util-linux) and getent (libc-bin)",
+)
+
+HOSTS = """127.0.0.1 localhost
+::1 localhost ip6-localhost
+# Kubernetes hostAliases / compose extra_hosts end up here
+10.9.0.1 alias.test Alias2.test
+10.9.0.2 alias.test
+fd00::9 alias.test
+10.9.0.5 both.test
+"""
+SEARCH = "bad.test nodata.test good.test"
+
+# Inside the namespace: bind the test's files over /etc's, then run the command.
+_BIND = (
+    'mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf && '
+    'mount --bind "$3" /etc/nsswitch.conf && shift 3 && exec "$@"'
+)
+_PROBE = """
+import asyncio, json, sys
+from waitfor import parse_target
+from waitfor.kinds.dns import DnsCheck
+
+async def main():
+    for name in sys.argv[1:]:
+        outcome = await DnsCheck(parse_target("dns:" + name)).probe(8.0)
+        print(json.dumps([outcome.ready, outcome.reason]))
+
+asyncio.run(main())
+"""
+
+
+@dataclass
+class Environment:
+    root: Path
+
+    def write(self, hosts: str, resolv_conf: str, nsswitch: str) -> None:
+        (self.root / "hosts").write_text(hosts)
+        (self.root / "resolv.conf").write_text(resolv_conf)
+        (self.root / "nsswitch.conf").write_text(nsswitch)
+
+    def _run(self, *command: str) -> subprocess.CompletedProcess[str]:
+        files = [str(self.root / f) for f in ("hosts", "resolv.conf", "nsswitch.conf")]
+        return subprocess.run(
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                _BIND,
+                "sh",
+                *files,
+                *command,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def getent(self, name: str) -> frozenset[str] | None:
+        """The oracle: the addresses getaddrinfo gives, or None when it finds nothing."""
+        result = self._run("getent", "ahosts", name)
+        assert result.returncode in (0, 2), result.stderr
+        if result.returncode == 2:
+            return None
+        return frozenset(line.split()[0] for line in result.stdout.splitlines() if line)
+
+    def waitfor(self, *names: str) -> dict[str, tuple[frozenset[str] | None, str]]:
+        """One probe of ``dns:NAME`` each, in the same namespace: addresses or None, reason."""
+        result = self._run(sys.executable, "-c", _PROBE, *names)
+        assert result.returncode == 0, result.stderr
+        answers = {}
+        for name, line in zip(names, result.stdout.splitlines(), strict=True):
+            ready, reason = json.loads(line)
+            shown = reason.split(": ", 1)[1] if ready else ""
+            answers[name] = (frozenset(shown.split(", ")) if ready else None, reason)
+        return answers
+
+    def assert_parity(self, expected: dict[str, set[str] | None]) -> None:
+        """Every name: waitfor == getent, and both == what the row expects."""
+        ours = self.waitfor(*expected)
+        for name, wanted in expected.items():
+            oracle = self.getent(name)
+            addresses, reason = ours[name]
+            want = None if wanted is None else frozenset(wanted)
+            assert (oracle, addresses) == (want, want), f"dns:{name}: {reason}"
+
+
+@pytest.fixture
+def dnsmasq(dns_server: DnsServer) -> Iterator[DnsServer]:
+    """svc.good.test has an address; svc.nodata.test has only a TXT record (NODATA);
+    every name under bad.test is forwarded to an upstream that answers SERVFAIL."""
+    upstream = UdpResponder(servfail)
+    dns_server.add_host("svc.good.test", "10.8.0.1")
+    dns_server.add_host("both.test", "10.8.0.5")
+    dns_server.add_host("dotted.name.good.test", "10.8.0.7")
+    dns_server.add_config(
+        "txt-record=svc.nodata.test,no addresses here",
+        f"server=/bad.test/127.0.0.1#{upstream.port}",
+    )
+    dns_server.start()
+    yield dns_server
+    upstream.stop()
+
+
+@pytest.fixture
+def environment(tmp_path: Path) -> Environment:
+    root = tmp_path / "etc"
+    root.mkdir()
+    return Environment(root)
+
+
+def resolv_conf(*servers: str, search: str = SEARCH, options: str = "timeout:1 attempts:1") -> str:
+    lines = [f"nameserver {server}" for server in servers]
+    return "\n".join([*lines, f"search {search}", f"options {options}", ""])
+
+
+def test_files_then_dns(environment: Environment, dnsmasq: DnsServer) -> None:
+    """The usual `hosts: files dns`, with a pod's kind of search list."""
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), "hosts: files dns\n")
+    environment.assert_parity(
+        {
+            "alias.test": {"10.9.0.1", "10.9.0.2", "fd00::9"},  # every line that names it
+            "ALIAS2.test": {"10.9.0.1"},  # aliases, any case
+            "localhost": {"127.0.0.1", "::1"},
+            "both.test": {"10.9.0.5"},  # files first
+            # search list: svc.bad.test SERVFAIL, svc.nodata.test NODATA, then svc.good.test
+            "svc": {"10.8.0.1"},
+            "svc.good.test": {"10.8.0.1"},
+            "dotted.name": {"10.8.0.7"},  # 1 dot >= ndots:1: as given first, then the list
+            "alias.test.": None,  # a trailing dot never matches /etc/hosts; the DNS has none
+            "missing": None,
+            "10.1.2.3": {"10.1.2.3"},  # a literal is its own answer
+        }
+    )
+
+
+def test_dns_then_files(environment: Environment, dnsmasq: DnsServer) -> None:
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), "hosts: dns files\n")
+    environment.assert_parity(
+        {"both.test": {"10.8.0.5"}, "alias.test": {"10.9.0.1", "10.9.0.2", "fd00::9"}}
+    )
+
+
+def test_without_files_hosts_is_not_read(environment: Environment, dnsmasq: DnsServer) -> None:
+    """Decided: nsswitch without `files` means /etc/hosts is not read, as getaddrinfo does."""
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), "hosts: dns myhostname\n")
+    environment.assert_parity({"alias.test": None, "both.test": {"10.8.0.5"}, "svc": {"10.8.0.1"}})
+
+
+def test_actions_and_glibcs_default(environment: Environment, dnsmasq: DnsServer) -> None:
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), "hosts: files [NOTFOUND=return] dns\n")
+    environment.assert_parity({"alias.test": {"10.9.0.1", "10.9.0.2", "fd00::9"}, "svc": None})
+    # No hosts line: glibc's own default, which is `files dns`.
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), "passwd: files\n")
+    environment.assert_parity(
+        {
+            "svc": {"10.8.0.1"},
+            "both.test": {"10.9.0.5"},
+            "alias.test": {"10.9.0.1", "10.9.0.2", "fd00::9"},
+        }
+    )
+    # An empty hosts line: no source at all.
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), "hosts:\n")
+    environment.assert_parity({"svc": None, "localhost": None})
+
+
+def test_ndots(environment: Environment, dnsmasq: DnsServer) -> None:
+    conf = resolv_conf(dnsmasq.address, search="good.test", options="ndots:5 timeout:1 attempts:1")
+    environment.write(HOSTS, conf, "hosts: files dns\n")
+    environment.assert_parity({"dotted.name": {"10.8.0.7"}, "svc.good.test": {"10.8.0.1"}})
+
+
+def test_no_nameserver_line_means_the_local_host(
+    environment: Environment, dnsmasq: DnsServer
+) -> None:
+    """glibc asks 127.0.0.1 then; whatever answers there (usually nothing), both agree."""
+    environment.write(HOSTS, resolv_conf(search="good.test"), "hosts: files dns\n")
+    environment.assert_parity({"localhost": {"127.0.0.1", "::1"}, "svc": None})
+
+
+def test_a_silent_first_nameserver(environment: Environment, dnsmasq: DnsServer) -> None:
+    """After `timeout` seconds the next server is asked."""
+    silent = UdpResponder(lambda query: None, address=next_address(), port=53)
+    try:
+        conf = resolv_conf(silent.address, dnsmasq.address, search="good.test")
+        environment.write(HOSTS, conf, "hosts: files dns\n")
+        environment.assert_parity({"svc": {"10.8.0.1"}})
+    finally:
+        silent.stop()
+
+
+def test_attempts(environment: Environment) -> None:
+    """A server that drops the first query for each name and type: `attempts:2` gets the
+    answer on the second round, `attempts:1` never does."""
+    seen: set[tuple[str, int]] = set()
+
+    def flaky(query: dns.message.Message) -> dns.message.Message | None:
+        question = query.question[0]
+        key = (str(question.name), int(question.rdtype))
+        if key not in seen:
+            seen.add(key)
+            return None
+        reply = dns.message.make_response(query)
+        if question.rdtype.name == "A":
+            reply.answer.append(dns.rrset.from_text(question.name, 60, "IN", "A", "10.7.0.1"))
+        return reply
+
+    server = UdpResponder(flaky, address=next_address(), port=53)
+    try:
+        for attempts, expected in ((2, {"10.7.0.1"}), (1, None)):
+            conf = resolv_conf(server.address, search="", options=f"timeout:1 attempts:{attempts}")
+            environment.write(HOSTS, conf, "hosts: files dns\n")
+            for tool in ("waitfor", "getent"):
+                seen.clear()
+                if tool == "waitfor":
+                    addresses, reason = environment.waitfor("flaky.test.")["flaky.test."]
+                else:
+                    addresses = environment.getent("flaky.test.")
+                    reason = "getent"
+                want = None if expected is None else frozenset(expected)
+                assert addresses == want, f"{tool} with attempts:{attempts}: {reason}"
+    finally:
+        server.stop()

@@ -1,0 +1,276 @@
+"""DNS: a name resolves the way the application will resolve it, to enough of the right records.
+
+Without a nameserver in the target, names are looked up as glibc's getaddrinfo looks them up
+(see :mod:`.stubresolver`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
+resolv.conf's nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts``, so
+``dns:mysvc`` in a Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local ...``) finds what
+the app would find, and so do ``hostAliases``. A trailing dot makes a name absolute. An explicit
+``?type=`` asks the DNS only (the same search list), as a record query does. With a nameserver
+(``dns://10.96.0.10/mysvc.ns.svc.cluster.local.``) only that server is asked and the name is
+taken as absolute (dnspython). Every attempt asks afresh: nothing is cached, not even a
+negative answer.
+
+Without a type, the name must have addresses (A or AAAA, asked concurrently). ``min=N`` awaits
+N records (a headless Service lists only its ready pods); ``value=X`` awaits a record equal to X.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from waitfor import urls
+from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.urlsplit import unquote
+from waitfor.values import Value
+
+if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
+    import dns.asyncresolver
+    import dns.rdata
+    import dns.resolver
+
+    from waitfor.kinds.dns import stub
+
+RESOLV_CONF = "/etc/resolv.conf"
+SHOWN_RECORDS = 5
+DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT")
+
+
+class DnsOptions(Value):
+    min_records: int = 1
+    value: str | None = None
+    resolv_conf: str | None = None
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    rdtype: str
+    records: tuple[tuple[str, ...], ...] = ()  # per record: its shown form, then other forms
+    error: str = ""
+    nxdomain: bool = False
+
+
+class DnsCheck(Check):
+    OPTION_NAMES = frozenset({"min", "value", "resolv_conf"})
+    USAGE = (
+        ("dns:NAME", "has an address (A or AAAA), resolved like the app would"),
+        ("dns:NAME?type=SRV#min=3", "at least 3 SRV records (types: A AAAA CNAME SRV TXT)"),
+        ("dns://NAMESERVER[:PORT]/NAME#value=10.0.0.7", "asks that server; awaits that record"),
+    )
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        """RFC 4501: ``dns:NAME[?type=T]`` or ``dns://NAMESERVER[:PORT]/NAME[?type=T]``."""
+        rest, _, query = url[len("dns:") :].partition("?")
+        nameserver, port = "", 53
+        if rest.startswith("//"):
+            authority, _, rest = rest[2:].partition("/")
+            if authority:
+                parts = urls.split(f"dns://{authority}")
+                nameserver = unquote(parts.hostname or "")
+                try:
+                    ipaddress.ip_address(nameserver)
+                except ValueError:
+                    raise ValueError(
+                        f"nameserver must be an IP address, not {nameserver!r}"
+                    ) from None
+                port = urls.port(parts, default=53)
+        name = unquote(rest)
+        if not name or name == ".":
+            raise ValueError("missing name")
+        wildcard = "*." if name.startswith("*.") else ""
+        ascii_name = wildcard + urls.dns_name(name.removeprefix(wildcard), "name")
+        rdtype = ""
+        for key, value in urls.query_pairs(query):
+            key, value = key.lower(), unquote(value).upper()
+            if key == "type" and value in DNS_TYPES:
+                rdtype = value
+            elif key == "type":
+                raise ValueError(f"unsupported type {value!r} (one of {', '.join(DNS_TYPES)})")
+            elif key == "class" and value != "IN":
+                raise ValueError(f"unsupported class {value!r} (only IN)")
+            elif key != "class":
+                raise ValueError(f"unknown query parameter {key!r} (type, class)")
+        params = (
+            ("name", ascii_name),
+            ("type", rdtype),
+            ("nameserver", nameserver),
+            ("port", str(port)),
+        )
+        return Address(ascii_name, None, url, params=params)
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> DnsOptions:
+        reject_unknown(pairs, cls.OPTION_NAMES)
+        minimum = single(pairs, "min") or "1"
+        if not minimum.isascii() or not minimum.isdigit() or not 1 <= int(minimum) <= 10_000:
+            raise ValueError(f"min must be a whole number from 1 to 10000, not {minimum!r}")
+        resolv_conf = single(pairs, "resolv_conf")
+        if resolv_conf is not None and not os.access(resolv_conf, os.R_OK):
+            raise ValueError(f"resolv_conf {resolv_conf!r} is not a readable file")
+        value = single(pairs, "value")
+        return DnsOptions(
+            min_records=int(minimum),
+            value=value.rstrip(".").lower() if value else None,
+            resolv_conf=resolv_conf,
+        )
+
+    @property
+    def options(self) -> DnsOptions:
+        assert isinstance(self.target.options, DnsOptions)
+        return self.target.options
+
+    @property
+    def name(self) -> str:
+        return self.target.param("name") or ""
+
+    @cached_property
+    def _resolver(self) -> dns.asyncresolver.Resolver:
+        """For ``dns://NAMESERVER/NAME``: that server only."""
+        import dns.asyncresolver
+
+        resolver = dns.asyncresolver.Resolver(configure=False)
+        resolver.nameservers = [self.target.param("nameserver") or ""]
+        resolver.port = int(self.target.param("port") or 53)
+        resolver.cache = None  # each attempt asks afresh; no negative caching
+        return resolver
+
+    async def probe(self, budget: float) -> Outcome:
+        import asyncio
+
+        if not self.target.param("nameserver"):
+            return await self._like_the_app(budget)
+        resolver = self._resolver
+        rdtype = self.target.param("type")
+        types = (rdtype,) if rdtype else ("A", "AAAA")
+        lookups = await asyncio.gather(*(self._lookup(resolver, t, budget) for t in types))
+        return self._judge(lookups, "/".join(types) if rdtype else "A/AAAA")
+
+    async def _like_the_app(self, budget: float) -> Outcome:
+        """nsswitch's sources in order, each one's answer judged by its [STATUS=ACTION]."""
+        import asyncio
+
+        from waitfor.kinds.dns import stub
+
+        name, rdtype = self.name, self.target.param("type")
+        described = rdtype or "A/AAAA"
+        if not rdtype and stub.is_ip(name):  # getaddrinfo answers a literal itself
+            return self._judge([_Lookup("A", records=((name,),))], described)
+        path = self.options.resolv_conf or RESOLV_CONF
+        try:
+            config = stub.read_resolv_conf(path, os.environ)
+        except OSError as exc:
+            return Outcome.fatal(f"cannot read {path}: {exc.strerror}")
+        sources = stub.hosts_sources() if not rdtype else [("dns", {})]
+        records: tuple[tuple[str, ...], ...] = ()
+        reasons = []
+        for source, actions in sources:
+            if source == "files":
+                found = stub.hosts_file_addresses(name)
+                status = "UNAVAIL" if found is None else "SUCCESS" if found else "NOTFOUND"
+                records = tuple((address,) for address in found or [])
+            else:
+                types = (rdtype,) if rdtype else ("A", "AAAA")
+                try:
+                    async with asyncio.timeout(budget):
+                        result = await stub.search(name, types, config)
+                except TimeoutError:
+                    servers = ", ".join(config.nameservers)
+                    reasons.append(f"timed out: no answer from {servers} in {budget:.1f}s")
+                    status = "TRYAGAIN"
+                else:
+                    status = result.status
+                    records = tuple(_forms(rdata) for rdata in result.records)
+                    if not records:
+                        reasons.append(_search_reason(result, name, described))
+            if actions.get(status, "return" if status == "SUCCESS" else "continue") == "return":
+                break
+        if records:
+            return self._judge([_Lookup(described, records=records)], described)
+        if not sources:
+            return Outcome.down("nsswitch.conf's hosts line names no source waitfor can ask")
+        return Outcome.down("; ".join(reasons) or f"{name} is not in /etc/hosts")
+
+    async def _lookup(
+        self, resolver: dns.asyncresolver.Resolver, rdtype: str, budget: float
+    ) -> _Lookup:
+        import dns.exception
+        import dns.resolver
+
+        name = self.name
+        try:
+            answer = await resolver.resolve(name, rdtype, search=True, lifetime=budget)
+        except dns.resolver.NXDOMAIN as exc:
+            tried = ", ".join(q.to_text(omit_final_dot=True) for q in exc.qnames())  # type: ignore[no-untyped-call]
+            return _Lookup(rdtype, error=f"NXDOMAIN: no such name (tried {tried})", nxdomain=True)
+        except dns.resolver.NoAnswer:
+            return _Lookup(rdtype, error=f"no {rdtype} record for {name}")
+        except dns.resolver.LifetimeTimeout:
+            servers = ", ".join(str(ns) for ns in resolver.nameservers)
+            return _Lookup(rdtype, error=f"timed out: no answer from {servers} in {budget:.1f}s")
+        except dns.resolver.NoNameservers as exc:
+            return _Lookup(rdtype, error=f"server failure: {_failures(exc)}")
+        except dns.exception.DNSException as exc:
+            return _Lookup(rdtype, error=f"DNS error: {exc}")
+        assert answer.rrset is not None
+        return _Lookup(rdtype, records=tuple(_forms(rdata) for rdata in answer.rrset))
+
+    def _judge(self, lookups: list[_Lookup], described: str) -> Outcome:
+        records = [record for lookup in lookups for record in lookup.records]
+        if not records:
+            errors = list(dict.fromkeys(lookup.error for lookup in lookups))
+            if len(errors) > 1 and all(e.startswith("no ") for e in errors):
+                return Outcome.down(f"no {described} record for {self.name}")
+            return Outcome.down("; ".join(errors))
+        minimum, value = self.options.min_records, self.options.value
+        shown = ", ".join(r[0] for r in records[:SHOWN_RECORDS])
+        shown += f", ... ({len(records)} in all)" if len(records) > SHOWN_RECORDS else ""
+        if len(records) < minimum:
+            return Outcome.down(f"only {len(records)} of {minimum} {described} records: {shown}")
+        if value is not None and not any(value in record for record in records):
+            return Outcome.down(f"no {described} record {value!r} yet: {shown}")
+        plural = "" if len(records) == 1 else "s"
+        return Outcome.up(f"{len(records)} {described} record{plural}: {shown}")
+
+
+def _forms(rdata: dns.rdata.Rdata) -> tuple[str, ...]:
+    """How a record is shown, then the other forms ``value=`` may name it by."""
+    import dns.rdatatype
+
+    if rdata.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
+        return (str(rdata.address),)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.CNAME:
+        return (rdata.target.to_text(omit_final_dot=True).lower(),)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.SRV:
+        target = rdata.target.to_text(omit_final_dot=True).lower()  # type: ignore[attr-defined]
+        return (f"{target}:{rdata.port}", target)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.TXT:
+        text = b"".join(rdata.strings).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
+        return (text, text.lower())
+    return (rdata.to_text(),)
+
+
+def _search_reason(result: stub.Search, name: str, described: str) -> str:
+    """Why a search-list lookup found nothing, naming each name tried."""
+    tried = result.tried
+    if all(c.outcome == "NXDOMAIN" for c in tried):
+        return f"NXDOMAIN: no such name (tried {', '.join(c.name for c in tried)})"
+    if len(tried) == 1 and tried[0].outcome == "NODATA":
+        return f"no {described} record for {name}"
+    if len(tried) == 1 and tried[0].outcome == "SERVFAIL":
+        return f"server failure: {tried[0].detail}"
+    return "not found: " + "; ".join(f"{c.name}: {c.detail}" for c in tried)
+
+
+def _failures(exc: dns.resolver.NoNameservers) -> str:
+    """ "127.0.0.1:53 answered REFUSED" for each server that failed."""
+    parts = []
+    for server, _tcp, port, problem, *_ in exc.kwargs.get("errors", []):
+        shown = str(server).removeprefix("Do53:").replace("@", ":")
+        if shown == str(server) and ":" not in shown:
+            shown = f"{shown}:{port}"
+        parts.append(f"{shown} {problem}")
+    return "; ".join(parts) or str(exc)

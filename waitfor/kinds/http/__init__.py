@@ -1,0 +1,368 @@
+"""HTTP(S), with the kubelet httpGet probe's semantics.
+
+Ready means a status in 200-399 (or the target's ``status`` option). Redirects to the same host are
+followed (up to 10); a redirect to another host is not followed and its 3xx status is the answer,
+as the kubelet does. At most 64 KiB of body is read, and only when a ``body`` regex or a ``json``
+expectation must hold:
+64 KiB off the wire and 64 KiB after each Content-Encoding layer, so a gzip bomb stays small.
+TLS is verified by default; ``cacert=FILE`` trusts a private CA and ``insecure`` skips verification.
+Like the kubelet, probes ignore proxy environment variables and never reuse connections.
+
+Whatever a server answers is at worst "not ready" with a reason, never a configuration error: an
+unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a malformed Location
+all fail the probe the way they fail the kubelet's.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import zlib
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from waitfor import redaction, urls
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    describe_os_error,
+    flag,
+    reject_unknown,
+    single,
+    standard_address,
+)
+from waitfor.kinds.http import expect
+from waitfor.urlsplit import unquote
+from waitfor.values import Value
+
+if TYPE_CHECKING:  # httpx, ssl and RE2 are imported when needed: parsing a target stays cheap
+    import httpx
+
+    from waitfor.patterns import Pattern
+
+BODY_LIMIT = 64 * 1024
+MAX_REDIRECTS = 10
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
+_METHODS = ("GET", "HEAD")
+
+
+class HttpOptions(Value):
+    statuses: tuple[tuple[int, int], ...] = ((200, 399),)
+    body: Pattern | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    method: str = "GET"
+    insecure: bool = False
+    cacert: str | None = None
+    json: tuple[expect.JsonExpectation, ...] = ()
+
+    def accepts(self, status: int) -> bool:
+        return any(low <= status <= high for low, high in self.statuses)
+
+    def describe_statuses(self) -> str:
+        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.statuses)
+
+
+class HttpCheck(Check):
+    OPTION_NAMES = frozenset({"status", "body", "header", "method", "insecure", "cacert", "json"})
+    USAGE = (
+        ("http://HOST[:PORT]/PATH", "status 200-399, like the kubelet's httpGet probe"),
+        ("https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem", ""),
+        ("http+unix://%2Fpath%2Fto.sock/PATH", "as http://, over a Unix socket"),
+    )
+
+    @classmethod
+    def parse_address(cls, scheme: str, url: str) -> Address:
+        if scheme == "http+unix":
+            return parse_http_unix(url)
+        return standard_address(scheme, url, default_port=443 if scheme == "https" else 80)
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> HttpOptions:
+        reject_unknown(pairs, cls.OPTION_NAMES)
+        status = single(pairs, "status")
+        body = single(pairs, "body")
+        method = (single(pairs, "method") or "GET").upper()
+        if method not in _METHODS:
+            raise ValueError(f"method must be one of {', '.join(_METHODS)}, not {method!r}")
+        expectations = tuple(expect.parse_expectation(v) for k, v in pairs if k == "json")
+        if (body is not None or expectations) and method == "HEAD":
+            raise ValueError("a body or json expectation needs method GET")
+        cacert = single(pairs, "cacert")
+        if cacert is not None:
+            from waitfor.net import tls
+
+            tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
+        return HttpOptions(
+            statuses=parse_statuses(status) if status is not None else HttpOptions.statuses,
+            body=_compile(body) if body is not None else None,
+            headers=tuple(parse_header(v) for k, v in pairs if k == "header"),
+            method=method,
+            insecure=flag(pairs, "insecure"),
+            cacert=cacert,
+            json=expectations,
+        )
+
+    @property
+    def options(self) -> HttpOptions:
+        assert isinstance(self.target.options, HttpOptions)
+        return self.target.options
+
+    def _client(self, scheme: str) -> httpx.AsyncClient:
+        """One client per scheme this target meets: plain http never builds a TLS context."""
+        client = self._clients.get(scheme)
+        if client is None:
+            import httpx
+
+            from waitfor.kinds.http.backend import NetBackend
+            from waitfor.net import tls
+
+            options = self.options
+            verify = (
+                tls.client_context(verify=not options.insecure, cafile=options.cacert)
+                if scheme == "https"
+                else tls.plaintext_only_context()
+            )
+            limits = httpx.Limits(max_keepalive_connections=0)
+            transport = httpx.AsyncHTTPTransport(
+                verify=verify, trust_env=False, limits=limits, uds=self.target.param("socket")
+            )
+            # Resolve and connect through the shared helper (bounded, cancellable lookups); httpx
+            # has no public way to choose httpcore's network backend, hence the private attribute.
+            transport._pool._network_backend = NetBackend()
+            client = httpx.AsyncClient(
+                transport=transport,
+                follow_redirects=False,
+                trust_env=False,
+                # Only codings whose output decode_body can bound (no brotli, no zstd).
+                headers={
+                    "User-Agent": "waitfor",
+                    "Accept-Encoding": "gzip, deflate",
+                    **dict(options.headers),
+                },
+            )
+            self._clients[scheme] = client
+        return client
+
+    @cached_property
+    def _clients(self) -> dict[str, httpx.AsyncClient]:
+        return {}
+
+    async def probe(self, budget: float) -> Outcome:
+        import httpx
+
+        url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
+        try:
+            return await self._probe(url, budget)
+        except httpx.TimeoutException:
+            return Outcome.down(f"timed out after {budget:.1f}s")
+        except httpx.TooManyRedirects:
+            return Outcome.down(f"more than {MAX_REDIRECTS} redirects")
+        except httpx.RemoteProtocolError as exc:
+            # A malformed answer, e.g. an unparsable Location: the server is not ready, as for
+            # the kubelet. Only h11's summary is told, not the bytes the server sent.
+            return Outcome.down(f"invalid HTTP answer: {str(exc).partition(':')[0].rstrip('.')}")
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            # The target's own URL was checked when parsed: this came from a redirect.
+            return Outcome.down(f"redirect not followed: {exc}")
+        except httpx.TransportError as exc:
+            return Outcome.down(describe_transport_error(exc))
+
+    async def _probe(self, url: httpx.URL, budget: float) -> Outcome:
+        import httpx
+
+        options = self.options
+        for _ in range(MAX_REDIRECTS + 1):
+            client = self._client(url.scheme)
+            request = client.build_request(options.method, url, timeout=budget)
+            response = await client.send(request, stream=True)
+            try:
+                target = response.next_request
+                if target is not None and target.url.host == url.host:
+                    problem = _unfollowable(target.url)
+                    if problem:
+                        return Outcome.down(f"HTTP {response.status_code} redirects {problem}")
+                    url = target.url
+                    continue
+                return await self._judge(response)
+            finally:
+                await response.aclose()
+        raise httpx.TooManyRedirects("too many redirects", request=request)
+
+    async def _judge(self, response: httpx.Response) -> Outcome:
+        options = self.options
+        status = response.status_code
+        if not options.accepts(status):
+            return Outcome.down(f"HTTP {status} (expecting {options.describe_statuses()})")
+        if options.body is None and not options.json:
+            return Outcome.up(f"HTTP {status}")
+        try:
+            text = decode_body(
+                await read_bounded(response),
+                response.headers.get_list("content-encoding", split_commas=True),
+                response.charset_encoding,
+            )
+        except BodyError as exc:
+            return Outcome.down(f"HTTP {status} but {exc}")
+        if options.body is not None and not await options.body.search(
+            text.encode("utf-8", errors="replace")
+        ):
+            return Outcome.down(f"HTTP {status} but body does not match {options.body.pattern!r}")
+        if not options.json:
+            return Outcome.up(f"HTTP {status}, body matches")
+        try:
+            document = expect.load(text)
+        except ValueError as exc:
+            return Outcome.down(f"HTTP {status} but the body is not JSON: {exc}")
+        unmet = expect.unmet(document, options.json)
+        if unmet is not None:
+            return Outcome.down(f"HTTP {status} but {unmet}")
+        return Outcome.up(f"HTTP {status}, json matches")
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+
+
+def _unfollowable(url: httpx.URL) -> str:
+    """Why a same-host redirect cannot be followed ("" if it can): Go's client fails these too."""
+    if url.scheme not in ("http", "https"):
+        return f"to an unsupported scheme {url.scheme[:20]!r}"
+    if url.port is not None and not 0 < url.port < 65536:
+        return "to an invalid port"
+    return ""
+
+
+class BodyError(Exception):
+    """A body that cannot be read as text: the server's fault, so "not ready", with this reason."""
+
+
+async def read_bounded(response: httpx.Response) -> bytes:
+    """At most BODY_LIMIT bytes off the wire, still encoded (a gzip bomb is bounded here too)."""
+    data = bytearray()
+    async for chunk in response.aiter_raw():
+        data += chunk[: BODY_LIMIT - len(data)]
+        if len(data) >= BODY_LIMIT:
+            break
+    return bytes(data)
+
+
+def decode_body(raw: bytes, codings: list[str], charset: str | None) -> str:
+    """Undo Content-Encoding (each layer's output bounded by BODY_LIMIT), then the charset."""
+    data = raw
+    for coding in reversed([c.strip().lower() for c in codings]):
+        if coding in ("", "identity"):
+            continue
+        if coding not in _WBITS:
+            raise BodyError(f"its Content-Encoding {coding[:20]!r} is not supported")
+        data = _decompress(data, coding)
+    name = (charset or "utf-8").strip()
+    try:
+        codec = codecs.lookup(name)
+    except LookupError:
+        raise BodyError(f"its charset {name[:40]!r} is unknown") from None
+    if not getattr(codec, "_is_text_encoding", True):  # base64, rot13, zlib: not for text
+        raise BodyError(f"its charset {name[:40]!r} is not a text encoding")
+    try:
+        return data.decode(codec.name, errors="replace")
+    except (UnicodeError, ValueError, TypeError):  # codecs that refuse errors="replace"
+        raise BodyError(f"its body cannot be decoded as {name[:40]!r}") from None
+
+
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def _decompress(data: bytes, coding: str) -> bytes:
+    try:
+        return zlib.decompressobj(_WBITS[coding]).decompress(data, BODY_LIMIT)
+    except zlib.error:
+        if coding == "deflate":  # servers send raw deflate as often as the zlib format
+            try:
+                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, BODY_LIMIT)
+            except zlib.error:
+                pass
+        raise BodyError(f"its {coding} body is corrupt") from None
+
+
+def parse_http_unix(url: str) -> Address:
+    """``http+unix://%2Frun%2Fapp.sock/healthz``: the socket path percent-encoded as the host
+    (the requests-unixsocket / docker-py convention); the request goes to ``http://localhost``."""
+    rest = url[len("http+unix://") :] if url[:12].lower() == "http+unix://" else ""
+    encoded, slash, tail = rest.partition("/")
+    if "@" in encoded:
+        raise ValueError("http+unix targets take no user or password")
+    socket_path = unquote(encoded)
+    if not socket_path.startswith("/"):
+        raise ValueError(
+            "the socket path must be absolute and percent-encoded: "
+            "http+unix://%2Frun%2Fapp.sock/PATH"
+        )
+    if "\0" in socket_path or len(os.fsencode(socket_path)) > 107:
+        raise ValueError("the socket path is not a valid Unix socket path")
+    path_query = slash + tail
+    parts = urls.split(f"http://localhost{path_query}")
+    secrets = {v for k, v in urls.query_pairs(parts.query) if redaction.is_secret_name(k) and v}
+    query = f"?{redaction.query(parts.query)}" if parts.query else ""
+    return Address(
+        host=socket_path,
+        port=None,
+        display=f"http+unix://{encoded}{parts.path}{query}",
+        secrets=frozenset(secrets),
+        params=(("socket", socket_path), ("url", f"http://localhost{path_query}")),
+    )
+
+
+def describe_transport_error(exc: httpx.TransportError) -> str:
+    """The innermost cause in a few words: "connection refused", "certificate verify failed..."."""
+    import ssl
+
+    cause: BaseException = exc
+    while cause.__cause__ is not None or cause.__context__ is not None:
+        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted: {cause.verify_message}"
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS error: {cause.reason or cause}"
+    if isinstance(cause, OSError):
+        return describe_os_error(cause)
+    return str(cause) or str(exc) or type(exc).__name__
+
+
+def parse_statuses(text: str) -> tuple[tuple[int, int], ...]:
+    """``200``, ``200,204``, ``200-299,304``, ``2xx`` -> inclusive ranges."""
+    ranges = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        if re.fullmatch(r"[1-5]xx", item):
+            low, high = int(item[0]) * 100, int(item[0]) * 100 + 99
+        elif m := re.fullmatch(r"(\d{3})(?:-(\d{3}))?", item):
+            low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        else:
+            raise ValueError(f"status {text!r}: expected codes or ranges like 200,204,300-399,2xx")
+        if not 100 <= low <= high <= 599:
+            raise ValueError(f"status {text!r}: codes must be 100-599, low before high")
+        ranges.append((low, high))
+    return tuple(ranges)
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``Name: value``; the value is a credential as often as not, so no message quotes it."""
+    name, colon, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not colon or not _HEADER_NAME.fullmatch(name):
+        raise ValueError("header must be 'Name: value'")
+    if not _HEADER_VALUE.fullmatch(value):
+        raise ValueError(f"header {name!r}: the value must be printable ASCII")
+    return name, value
+
+
+def _compile(pattern: str) -> Pattern:
+    from waitfor.patterns import compile_pattern
+
+    try:
+        return compile_pattern(pattern)
+    except ValueError as exc:
+        raise ValueError(f"body {exc}") from None

@@ -1,0 +1,80 @@
+"""memcached's text protocol on the wire: the optional login, then ``version``.
+
+Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
+blocking socket for the first attempt before the event loop exists (``probe_now``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from waitfor.kind import Outcome, describe_os_error
+from waitfor.net.conversation import (
+    Closed,
+    Conversation,
+    ReadLine,
+    Send,
+    Step,
+    TooLong,
+    attempt,
+    first_attempt,
+)
+
+MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
+
+
+class NotMemcached(Exception):
+    """The peer answered, but not in memcached's text protocol."""
+
+
+async def probe(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome:
+    try:
+        return await attempt(address, version(user, password), budget)
+    except NotMemcached as exc:
+        return Outcome.down(f"not a memcached server (it answered {exc})")
+    except (Closed, ConnectionError):
+        return Outcome.down("server closed the connection")
+    except OSError as exc:
+        return Outcome.down(describe_os_error(exc))
+
+
+def probe_now(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome | None:
+    """The same exchange on a blocking socket; None unless ready in time."""
+    return first_attempt(address, version(user, password), budget, (NotMemcached,))
+
+
+def version(user: str, password: str) -> Conversation:
+    """Log in when there are credentials (user "" for none), then ask ``version``."""
+    if user:
+        # The text protocol's login: a "set" whose value is "USER PASSWORD".
+        login = f"{user} {password}".encode()
+        yield Send(b"set auth 0 0 %d\r\n%s\r\n" % (len(login), login))
+        answer = yield from read_line()
+        if answer != "STORED":
+            return Outcome.down(f"authentication failed: {answer}")
+    yield Send(b"version\r\n")
+    answer = yield from read_line()
+    if answer.startswith("VERSION "):
+        return Outcome.up(answer)
+    if answer == "CLIENT_ERROR unauthenticated":
+        return Outcome.up("server is up (it requires authentication)")
+    if answer.startswith(("SERVER_ERROR", "CLIENT_ERROR", "ERROR")):
+        return Outcome.down(answer)
+    return Outcome.down(f"not a memcached server (it answered {answer[:40]!r})")
+
+
+def read_line() -> Generator[Step, bytes, str]:
+    """One answer line, printable, without its CRLF."""
+    try:
+        line = yield ReadLine(MAX_LINE)
+    except TooLong:
+        raise NotMemcached("an endless line") from None
+    except Closed as exc:
+        if not exc.partial:
+            raise  # a plain hang-up: the server closed the connection
+        raise NotMemcached(repr(_printable(exc.partial[:40]))) from None
+    return _printable(line[:-2])
+
+
+def _printable(data: bytes) -> str:
+    return "".join(c if c.isprintable() else "?" for c in data.decode("utf-8", "replace"))

@@ -1,0 +1,182 @@
+"""MySQL query mode: log in with PyMySQL and run ``SELECT 1`` (see :mod:`.mysql`).
+
+Imported only when a query-mode target is probed: PyMySQL, asyncio and ssl are not loaded when
+targets are only parsed, nor for ping mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from waitfor.kind import Outcome, describe_os_error
+from waitfor.kinds.mysql import DEFAULT_PORT, MysqlOptions
+from waitfor.kinds.mysql.ping import default_user
+from waitfor.net import aio, tls
+
+if TYPE_CHECKING:
+    from pymysql.connections import Connection
+
+    from waitfor.targets import Target
+
+ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+
+
+def _tls(params: dict[str, str]) -> ssl.SSLContext | None:
+    """The context for REQUIRED and stricter; None lets PyMySQL do PREFERRED/DISABLED."""
+    mode = params["ssl_mode"]
+    if mode in ("DISABLED", "PREFERRED"):
+        return None
+    return tls.client_context(  # shared by every target with the same settings
+        verify=mode != "REQUIRED",
+        cafile=params.get("ssl_ca") or None,
+        check_hostname=mode == "VERIFY_IDENTITY",
+        certfile=params.get("ssl_cert") or None,
+        keyfile=(params.get("ssl_key") or None) if params.get("ssl_cert") else None,
+        what=("ssl-ca", "ssl-cert", "ssl-key"),
+    )
+
+
+async def query(target: Target, options: MysqlOptions, budget: float) -> Outcome:
+    """Log in and run SELECT 1 (and look for the table); see :mod:`.mysql`."""
+    deadline = time.monotonic() + budget
+    try:
+        context = _tls(dict(target.params))
+    except tls.TlsFileError as exc:  # an unreadable CA or client certificate
+        return Outcome.fatal(f"TLS configuration: {exc}")
+    try:
+        sock = await aio.connect(target.host, target.port or DEFAULT_PORT, budget)
+    except aio.NetError as exc:
+        return Outcome.down(str(exc))
+    sock.setblocking(True)
+    sock.settimeout(max(deadline - time.monotonic(), 0.1))
+    # A handle on the connection itself, still valid once PyMySQL wraps the socket in TLS.
+    handle = sock.dup()
+    try:
+        return await _in_daemon_thread(lambda: _login_and_query(target, options, sock, context))
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):  # the blocked driver fails now, not at its timeout
+            handle.shutdown(socket.SHUT_RDWR)
+        raise
+    finally:
+        handle.close()
+
+
+def _login_and_query(
+    target: Target, options: MysqlOptions, sock: socket.socket, context: ssl.SSLContext | None
+) -> Outcome:
+    import pymysql  # only query-mode targets pay for the driver
+    from pymysql import _auth
+
+    from waitfor.kinds.mysql import rsa
+
+    rsa.install(_auth)  # MySQL 8 logins without TLS, without cryptography
+
+    params = dict(target.params)
+    timeout = sock.gettimeout() or 1.0
+    connection: Connection[pymysql.cursors.Cursor] = pymysql.connections.Connection(
+        host=target.host,
+        port=target.port or DEFAULT_PORT,
+        user=params["user"] or default_user(),
+        password=params["password"],
+        database=params["database"] or None,
+        ssl=context,
+        ssl_disabled=params["ssl_mode"] == "DISABLED",
+        connect_timeout=timeout,
+        read_timeout=timeout,
+        write_timeout=timeout,
+        program_name="waitfor",
+        defer_connect=True,
+    )
+    try:
+        connection.connect(sock)
+    except pymysql.err.MySQLError as exc:
+        sock.close()
+        return _login_failure(target, exc)
+    except (OSError, ssl.SSLError) as exc:
+        sock.close()
+        return Outcome.down(_os_reason(exc))
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            if options.table is None:
+                return Outcome.up("SELECT 1 succeeded")
+            cursor.execute(
+                "SELECT 1 FROM information_schema.TABLES"
+                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+                (options.table,),
+            )
+            if cursor.fetchone() is None:
+                return Outcome.down(
+                    f"table {options.table!r} does not exist yet in database {params['database']!r}"
+                )
+            return Outcome.up(f"table {options.table!r} exists")
+    except pymysql.err.MySQLError as exc:
+        return Outcome.down(f"query failed: {_message(exc)}")
+    except OSError as exc:
+        return Outcome.down(_os_reason(exc))
+    finally:
+        connection.close()  # COM_QUIT: a clean goodbye, not an aborted client
+
+
+def _login_failure(target: Target, exc: Exception) -> Outcome:
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    if code in ACCESS_DENIED and not target.param("password"):
+        return Outcome.fatal(
+            f"the server refused the login and no password was given "
+            f"(put it in the URL: {target.scheme}://USER:PASSWORD@HOST/DB): "
+            f"{_message(exc)}"
+        )
+    if code in ACCESS_DENIED:
+        return Outcome.down(f"authentication failed: {_message(exc)}")
+    return Outcome.down(_message(exc))
+
+
+async def _in_daemon_thread(work: Callable[[], Outcome]) -> Outcome:
+    """PyMySQL blocks: run it in a daemon thread of its own, not the loop's default executor,
+    which ``asyncio.run`` waits for at exit (past the deadline, past SIGTERM)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Outcome] = loop.create_future()
+
+    def deliver(outcome: Outcome | BaseException) -> None:
+        if future.done():
+            return
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    def run() -> None:
+        outcome: Outcome | BaseException
+        try:
+            outcome = work()
+        except BaseException as exc:  # a bug: re-raised in the awaiting task
+            outcome = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(deliver, outcome)
+
+    threading.Thread(target=run, name="waitfor-mysql-query", daemon=True).start()
+    return await future
+
+
+def _message(exc: Exception) -> str:
+    """PyMySQL's (code, message) args as the mysql client shows them."""
+    if len(exc.args) >= 2 and isinstance(exc.args[0], int):
+        return f"{exc.args[1]} ({exc.args[0]})"
+    return str(exc) or type(exc).__name__
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS: certificate verify failed: {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS: {exc.reason or exc}"
+    if isinstance(exc, TimeoutError):
+        return "timed out waiting for the server"
+    return describe_os_error(exc) if isinstance(exc, OSError) else str(exc)

@@ -1,0 +1,208 @@
+"""RESP2, just enough of it for a readiness check, and the conversation a redis:// probe has.
+
+Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts (TLS for
+rediss://), and on a blocking socket for the first attempt before the event loop exists
+(``probe_now``, redis:// only). Imported only when a probe runs; :mod:`.redis` parses targets
+without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+from waitfor.kind import Outcome, describe_os_error
+from waitfor.kinds.redis import DEFAULT_PORT, RedisOptions
+from waitfor.net.conversation import (
+    Closed,
+    Conversation,
+    Read,
+    ReadLine,
+    Send,
+    Step,
+    TooLong,
+    attempt,
+    first_attempt,
+)
+
+if TYPE_CHECKING:
+    import ssl
+
+    from waitfor.targets import Target
+
+MAX_LINE = 64 * 1024  # a simple string or error; INFO replication is a bulk of ~1 KiB
+MAX_BULK = 1024 * 1024
+MAX_ITEMS = 1024
+MAX_DEPTH = 8  # nested arrays; each level is a generator frame
+
+Reply = str | int | bytes | None | list["Reply"]
+
+
+class RedisError(Exception):
+    """An error answer (``-LOADING Redis is loading the dataset in memory``)."""
+
+    @property
+    def code(self) -> str:
+        return str(self).split(" ", 1)[0]
+
+
+class ProtocolError(Exception):
+    """The peer does not speak RESP."""
+
+
+async def probe(
+    target: Target, options: RedisOptions, context: ssl.SSLContext | None, budget: float
+) -> Outcome:
+    """One probe of a redis:// target (see :mod:`.redis` for what each answer means)."""
+    address = (target.host, target.port or DEFAULT_PORT)
+    try:
+        return await attempt(address, converse(target, options), budget, tls=context)
+    except ProtocolError as exc:
+        return Outcome.down(str(exc))
+    except (Closed, ConnectionError):
+        return Outcome.down("server closed the connection")
+    except OSError as exc:
+        return Outcome.down(describe_os_error(exc))
+
+
+def probe_now(target: Target, options: RedisOptions, budget: float) -> Outcome | None:
+    """The same conversation on a blocking socket (no TLS); None unless ready in time."""
+    address = (target.host, target.port or DEFAULT_PORT)
+    return first_attempt(address, converse(target, options), budget, (ProtocolError,))
+
+
+def converse(target: Target, options: RedisOptions) -> Conversation:
+    params = dict(target.params)
+    refused = None
+    if params["password"]:
+        login = [params["user"], params["password"]] if params["user"] else [params["password"]]
+        answer = yield from call("AUTH", *login)
+        if isinstance(answer, RedisError) and not _about_credentials(answer):
+            return Outcome.down(str(answer))  # "max number of clients reached", ...
+        if isinstance(answer, RedisError):
+            refused = f"authentication failed: {answer}"
+    pong = yield from call("PING")
+    if isinstance(pong, RedisError) and pong.code == "NOAUTH":
+        if refused:
+            return Outcome.down(refused)
+        if options.logs_in:
+            return Outcome.fatal(
+                "the server requires a password and none was given "
+                f"({target.scheme}://[USER]:PASSWORD@HOST)"
+            )
+        return Outcome.up("server is up (it requires a password: NOAUTH)")
+    if isinstance(pong, RedisError):
+        return Outcome.down(str(pong))
+    if pong != "PONG":
+        return Outcome.down(f"unexpected answer to PING: {_shown(pong)}")
+    if not options.logs_in:
+        return Outcome.up("PONG")
+    if refused:
+        return Outcome.down(refused)
+    if params["db"] != "0":
+        selected = yield from call("SELECT", params["db"])
+        if isinstance(selected, RedisError):
+            return Outcome.down(f"SELECT {params['db']}: {selected}")
+    if options.role == "master":
+        info = yield from call("INFO", "replication")
+        if isinstance(info, RedisError) or not isinstance(info, bytes):
+            return Outcome.down(f"INFO replication: {_shown(info)}")
+        role = _info_field(info, "role")
+        if role != "master":
+            return Outcome.down(f"not a primary (role:{role}); waiting for role:master")
+    if options.key is not None:
+        exists = yield from call("EXISTS", options.key)
+        if isinstance(exists, RedisError):
+            return Outcome.down(f"EXISTS: {exists}")
+        if exists != 1:
+            return Outcome.down(f"key {options.key!r} does not exist yet")
+        return Outcome.up(f"key {options.key!r} exists")
+    return Outcome.up("logged in, PONG")
+
+
+# --- just enough RESP2 for a handful of commands, with every length bounded --------------------
+
+
+def call(*words: str) -> Generator[Step, bytes, Reply | RedisError]:
+    """Send one command; its answer, an error answer returned rather than raised."""
+    encoded = [word.encode() for word in words]
+    yield Send(
+        b"*%d\r\n" % len(encoded) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in encoded)
+    )
+    try:
+        return (yield from read_reply())
+    except RedisError as exc:
+        return exc
+
+
+def read_reply(depth: int = 0) -> Generator[Step, bytes, Reply]:
+    if depth > MAX_DEPTH:  # the commands asked for nest one level at most
+        raise ProtocolError("answer nested too deeply for a Redis health check")
+    line = yield from _line()
+    kind, rest = line[:1], line[1:]
+    if kind == b"+":
+        return rest.decode("utf-8", "replace")
+    if kind == b"-":
+        raise RedisError(rest.decode("utf-8", "replace"))
+    if kind == b":":
+        return _integer(rest)
+    if kind == b"$":
+        size = _integer(rest)
+        if size < 0:
+            return None
+        if size > MAX_BULK:
+            raise ProtocolError("answer too large for a Redis health check")
+        return (yield Read(size + 2))[:-2]
+    if kind == b"*":
+        count = _integer(rest)
+        if count > MAX_ITEMS:
+            raise ProtocolError("answer too large for a Redis health check")
+        if count < 0:
+            return None
+        items: list[Reply] = []
+        for _ in range(count):
+            items.append((yield from read_reply(depth + 1)))
+        return items
+    raise ProtocolError(f"not a Redis server (it answered {_shown(line[:20])})")
+
+
+def _line() -> Generator[Step, bytes, bytes]:
+    """One protocol line without its CRLF."""
+    try:
+        line = yield ReadLine(MAX_LINE)
+    except TooLong:
+        raise ProtocolError("not a Redis server (an endless line)") from None
+    except Closed as exc:
+        if not exc.partial:
+            raise  # a plain hang-up: the server closed the connection
+        answered = _shown(exc.partial[:20])
+        raise ProtocolError(f"not a Redis server (it answered {answered})") from None
+    return line[:-2]
+
+
+def _integer(text: bytes) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ProtocolError(f"not a Redis server (bad number {_shown(text[:20])})") from None
+
+
+def _about_credentials(error: RedisError) -> bool:
+    """WRONGPASS, "invalid password", "AUTH <password> called without any password configured"
+    and the like: an answer about the login, not the server's state."""
+    return error.code == "WRONGPASS" or "password" in str(error).lower()
+
+
+def _info_field(info: bytes, name: str) -> str:
+    for line in info.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition(":")
+        if key == name:
+            return value.strip()
+    return "unknown"
+
+
+def _shown(value: object) -> str:
+    """An unexpected answer, short and printable."""
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+    text = "".join(c if c.isprintable() else "?" for c in text[:60])
+    return repr(text)

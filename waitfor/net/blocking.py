@@ -1,0 +1,86 @@
+"""Resolving and connecting synchronously, for the first attempt before the event loop exists.
+
+The blocking twin of :func:`waitfor.net.aio.connect` for :meth:`Check.probe_now`: the same
+getaddrinfo call, the same addresses in the same order, IP literals answered without a lookup,
+a name's lookup in a daemon thread that is abandoned (never waited for) when the budget runs
+out. It only answers "connected" (a socket) or None: every failure, and every reason, is left to
+the runner's attempt, which makes the same calls and names what went wrong.
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+import time
+from typing import Any
+
+AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockaddr
+
+
+def connect(host: str, port: int, budget: float) -> socket.socket | None:
+    """A connected (blocking) socket to the first of ``host``'s addresses that accepts in time."""
+    deadline = time.monotonic() + budget
+    for address in resolve(host, port, budget) or []:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        sock = connect_address(address, left)
+        if sock is not None:
+            return sock
+    return None
+
+
+def resolve(host: str, port: int, budget: float) -> list[AddrInfo] | None:
+    """Every address of ``host``, in getaddrinfo's order; None if not known within ``budget``."""
+    # bytes: a str host would load the IDNA codec, and parsed hosts are ASCII already
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    try:  # an IP literal needs no lookup (as net._literal)
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError):
+        return _lookup(name, port, budget)
+    return [(f, k, p, a) for f, k, p, _, a in infos]
+
+
+def _lookup(host: str | bytes, port: int, budget: float) -> list[AddrInfo] | None:
+    import threading  # only names need it; a literal's start-up does not pay for it
+
+    found: list[list[AddrInfo]] = []
+
+    def run() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return
+        found.append([(f, k, p, a) for f, k, p, _, a in infos])
+
+    thread = threading.Thread(target=run, name="waitfor-resolve", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:
+        return None
+    thread.join(budget)  # a silent nameserver: abandoned, the runner will ask (and say so)
+    return found[0] if found else None
+
+
+def connect_address(address: AddrInfo, timeout: float) -> socket.socket | None:
+    """A connected blocking socket, or None if the address did not accept within ``timeout``."""
+    family, kind, proto, sockaddr = address
+    try:
+        sock = socket.socket(family, kind, proto)
+    except OSError:
+        return None
+    try:
+        sock.setblocking(False)
+        if sock.connect_ex(sockaddr) not in (0, errno.EINPROGRESS):
+            sock.close()
+            return None
+        _, writable, _ = select.select([], [sock], [], timeout)
+        if not writable or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
+            sock.close()
+            return None
+    except BaseException:
+        sock.close()
+        raise
+    sock.setblocking(True)
+    return sock
