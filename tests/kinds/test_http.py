@@ -20,8 +20,9 @@ import trustme
 
 from tests.conftest import FAST
 from tests.servers import Script, http_answer, http_server, raw_http_server
-from waitfor import WaitTimeout, tls, wait_for
+from waitfor import WaitTimeout, wait_for
 from waitfor.kinds.http import BODY_LIMIT
+from waitfor.net import tls
 from waitfor.patterns import compile_pattern
 
 

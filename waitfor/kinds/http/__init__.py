@@ -117,7 +117,7 @@ class HttpCheck(Check):
         if client is None:
             import httpx
 
-            from waitfor.kinds.http.backend import NetBackend
+            from waitfor.kinds.http.backend import NetTransport
             from waitfor.net import tls
 
             options = self.options
@@ -126,13 +126,7 @@ class HttpCheck(Check):
                 if scheme == "https"
                 else tls.plaintext_only_context()
             )
-            limits = httpx.Limits(max_keepalive_connections=0)
-            transport = httpx.AsyncHTTPTransport(
-                verify=verify, trust_env=False, limits=limits, uds=self.target.param("socket")
-            )
-            # Resolve and connect through the shared helper (bounded, cancellable lookups); httpx
-            # has no public way to choose httpcore's network backend, hence the private attribute.
-            transport._pool._network_backend = NetBackend()
+            transport = NetTransport(verify, uds=self.target.param("socket"))
             client = httpx.AsyncClient(
                 transport=transport,
                 follow_redirects=False,

@@ -1,20 +1,23 @@
-"""httpcore's network layer over :mod:`.net`: the HTTP kind resolves and connects like every kind.
+"""The HTTP kind's transport: httpx over httpcore over :mod:`waitfor.net.aio`, like every kind.
 
 httpcore's own backend resolves names in the event loop's default executor (through anyio),
 which nothing can cancel and ``asyncio.run`` waits for at exit. This backend hands connecting to
 :func:`aio.connect` and wraps the socket in asyncio streams; TLS is still started by httpcore
-with the URL's host name, so SNI and certificate verification are unchanged.
+with the URL's host name, so SNI and certificate verification are unchanged. httpx reaches it
+through :class:`NetTransport`, a transport of its own (httpx's documented extension point).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import ssl
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import httpcore
+import httpx
 
 from waitfor.kind import describe_os_error
 from waitfor.net import aio
@@ -118,3 +121,73 @@ class NetStream(httpcore.AsyncNetworkStream):
         if info == "is_readable":  # only asked of pooled connections; probes pool none
             return self._reader.at_eof()
         return None
+
+
+class NetTransport(httpx.AsyncBaseTransport):
+    """httpx's transport interface over an httpcore pool that connects through :class:`NetBackend`.
+
+    httpx's own transport has no public way to choose httpcore's network backend; this is the
+    supported extension point (a transport), so nothing depends on httpx's private attributes.
+    One connection per request (no keep-alive: every probe is a fresh look at the server).
+    """
+
+    def __init__(self, ssl_context: ssl.SSLContext, uds: str | None = None) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_keepalive_connections=0,
+            uds=uds,
+            network_backend=NetBackend(),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _httpx_errors():
+            response = await self._pool.handle_async_request(core_request)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, response: httpcore.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _httpx_errors():
+            async for chunk in self._response.aiter_stream():
+                yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+@contextlib.contextmanager
+def _httpx_errors() -> Iterator[None]:
+    """httpcore's exceptions as httpx's of the same name (both libraries mirror one tree)."""
+    try:
+        yield
+    except httpcore.UnsupportedProtocol as exc:
+        raise httpx.UnsupportedProtocol(str(exc)) from exc
+    except (httpcore.ProtocolError, httpcore.TimeoutException, httpcore.NetworkError) as exc:
+        for cls in type(exc).__mro__:
+            mapped = getattr(httpx, cls.__name__, None)
+            if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
+                raise mapped(str(exc)) from exc
+        raise httpx.TransportError(str(exc)) from exc
