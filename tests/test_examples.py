@@ -14,7 +14,9 @@ import yaml
 from waitfor import cli
 from waitfor.targets import parse_target
 
-EXAMPLES = sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.yaml"))
+EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
+COMPOSE = EXAMPLES_DIR / "compose.yaml"
+EXAMPLES = sorted(set(EXAMPLES_DIR.glob("*.yaml")) - {COMPOSE})  # the Kubernetes manifests
 
 
 def waitfor_containers(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -42,6 +44,16 @@ def test_example_invocations_parse(path: Path, monkeypatch: pytest.MonkeyPatch) 
         for target in targets:
             parse_target(target)
         assert context.params["timeout"] > 0
+
+
+def test_the_compose_examples_invocation_parses() -> None:
+    entrypoint = yaml.safe_load(COMPOSE.read_text())["services"]["app"]["entrypoint"]
+    assert entrypoint[0] == "waitfor"
+    assert entrypoint[-1] == "--"
+    context = cli.cli.make_context("waitfor", entrypoint[1:-1], auto_envvar_prefix="WAITFOR")
+    assert len(context.params["targets"]) == 3
+    for target in context.params["targets"]:
+        parse_target(target)
 
 
 def test_a_typo_in_an_example_would_fail() -> None:
