@@ -378,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except click.exceptions.Abort:  # click's word for a KeyboardInterrupt it caught
         _ignore_interrupts()
         _die(str(Interrupted(signal.SIGINT)), Interrupted(signal.SIGINT).exit_code)
+    except click.BadParameter as exc:
+        _die(_name_the_variable(exc).format_message(), 2)
     except click.ClickException as exc:
         _die(exc.format_message(), 2)
     except WaitTimeout:
@@ -414,6 +416,19 @@ def run() -> NoReturn:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     flush_stdio()
     os._exit(code)
+
+
+def _name_the_variable(exc: click.BadParameter) -> click.BadParameter:
+    """A bad value that came from the environment is named by its variable, not its option."""
+    from click.core import ParameterSource
+
+    param, ctx = exc.param, exc.ctx
+    if param is None or ctx is None or param.name is None:
+        return exc
+    if ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+        envvar = param.envvar or f"{ctx.auto_envvar_prefix}_{param.name.upper()}"
+        exc.param_hint = envvar if isinstance(envvar, str) else envvar[0]
+    return exc
 
 
 def _die(message: str, code: int) -> NoReturn:
