@@ -276,3 +276,40 @@ def test_help_documents_every_option() -> None:
         "Examples:",
     ):
         assert option in result.stdout
+
+
+@pytest.mark.parametrize(("columns", "widest"), [("80", 80), ("60", 80), ("200", 100)])
+def test_help_fits_the_terminal(columns: str, widest: int) -> None:
+    """Wrapped to the terminal's width (the targets' rows too), never over 100 columns."""
+    result = waitfor("--help", env={"COLUMNS": columns})
+    assert result.returncode == 0
+    too_wide = [line for line in result.stdout.splitlines() if len(line) > widest]
+    assert too_wide == []
+
+
+def test_dash_h_is_help_and_the_help_is_complete() -> None:
+    result = waitfor("-h")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == waitfor("--help").stdout
+    output = result.stdout[result.stdout.index("--output") : result.stdout.index("-q, --quiet")]
+    assert "quiet" in " ".join(output.split())  # every choice explained
+    assert "\u2026" not in result.stdout  # one spelling of the ellipsis: "..."
+    for scheme in ("tcp://", "http+unix://", "amqp://", "exec:", "{namespace}"):
+        assert f"\n    {scheme}" in result.stdout  # a row of its own
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("WAITFOR_TIMEOUT", "bogus"), ("WAITFOR_OUTPUT", "loud"), ("WAITFOR_MAX_INTERVAL", "x")],
+)
+def test_a_bad_environment_variable_is_named(variable: str, value: str) -> None:
+    result = waitfor("tcp://127.0.0.1:1", env={variable: value})
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"waitfor: error: Invalid value for {variable}: ")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_bad_option_is_still_named_as_an_option() -> None:
+    result = waitfor("-t", "bogus", "tcp://127.0.0.1:1")
+    assert result.returncode == 2
+    assert "Invalid value for '-t' / '--timeout'" in result.stderr

@@ -14,7 +14,9 @@ import yaml
 from waitfor import cli
 from waitfor.targets import parse_target
 
-EXAMPLES = sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.yaml"))
+EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
+COMPOSE = EXAMPLES_DIR / "compose.yaml"
+EXAMPLES = sorted(set(EXAMPLES_DIR.glob("*.yaml")) - {COMPOSE})  # the Kubernetes manifests
 
 
 def waitfor_containers(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,6 +46,143 @@ def test_example_invocations_parse(path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert context.params["timeout"] > 0
 
 
+def test_the_compose_examples_invocation_parses() -> None:
+    entrypoint = yaml.safe_load(COMPOSE.read_text())["services"]["app"]["entrypoint"]
+    assert entrypoint[0] == "waitfor"
+    assert entrypoint[-1] == "--"
+    context = cli.cli.make_context("waitfor", entrypoint[1:-1], auto_envvar_prefix="WAITFOR")
+    assert len(context.params["targets"]) == 3
+    for target in context.params["targets"]:
+        parse_target(target)
+
+
 def test_a_typo_in_an_example_would_fail() -> None:
     with pytest.raises(click.UsageError):
         cli.cli.make_context("waitfor", ["--timeot=5m", "tcp://a:1"], auto_envvar_prefix="WAITFOR")
+
+
+# PodSecurity "restricted" (Kubernetes' Pod Security Standards, the baseline rules included),
+# applied to the pod spec as the admission controller does: a container's securityContext
+# overrides the pod's for the fields both have.
+ALLOWED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
+
+
+def pod_spec(document: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = document["spec"]
+    return spec["template"]["spec"] if "template" in spec else spec
+
+
+def restricted_violations(document: dict[str, Any]) -> list[str]:
+    """What PodSecurity "restricted" would refuse in this workload, plus this project's own
+    rules for its examples (read-only root, the image's user, requests and limits)."""
+    pod = pod_spec(document)
+    pod_context: dict[str, Any] = pod.get("securityContext", {})
+    found = [f"spec.{field}" for field in ("hostNetwork", "hostPID", "hostIPC") if pod.get(field)]
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if not kinds <= ALLOWED_VOLUMES:
+            found.append(f"volume {volume['name']}: {sorted(kinds - ALLOWED_VOLUMES)}")
+    if pod_context.get("sysctls"):
+        found.append("spec.securityContext.sysctls")
+    containers = [("initContainers", c) for c in pod.get("initContainers", [])]
+    containers += [("containers", c) for c in pod.get("containers", [])]
+    assert containers, "no containers"
+    for where, container in containers:
+        name = f"{where}[{container['name']}]"
+        context: dict[str, Any] = container.get("securityContext", {})
+
+        def effective(field: str, context: dict[str, Any] = context) -> Any:
+            return context.get(field, pod_context.get(field))
+
+        if context.get("privileged"):
+            found.append(f"{name}: privileged")
+        if context.get("allowPrivilegeEscalation") is not False:
+            found.append(f"{name}: allowPrivilegeEscalation must be false")
+        if effective("runAsNonRoot") is not True:
+            found.append(f"{name}: runAsNonRoot must be true")
+        if effective("runAsUser") in (0, None):
+            found.append(f"{name}: runAsUser must be set and not 0")
+        seccomp = (effective("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            found.append(f"{name}: seccompProfile {seccomp!r}")
+        capabilities = context.get("capabilities", {})
+        if "ALL" not in capabilities.get("drop", []):
+            found.append(f"{name}: capabilities must drop ALL")
+        if set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            found.append(f"{name}: capabilities added {capabilities['add']}")
+        if any(port.get("hostPort") for port in container.get("ports", [])):
+            found.append(f"{name}: hostPort")
+        if context.get("procMount", "Default") != "Default":
+            found.append(f"{name}: procMount")
+        if context.get("readOnlyRootFilesystem") is not True:
+            found.append(f"{name}: readOnlyRootFilesystem must be true")
+        resources = container.get("resources", {})
+        for bound in ("requests", "limits"):
+            for resource in ("cpu", "memory"):
+                if resource not in resources.get(bound, {}):
+                    found.append(f"{name}: resources.{bound}.{resource} missing")
+        if container["image"].startswith("waitfor"):
+            if effective("runAsUser") != 65532:
+                found.append(f"{name}: runAsUser must be 65532, the image's user")
+            if container.get("imagePullPolicy") != "IfNotPresent":
+                found.append(f"{name}: imagePullPolicy must be IfNotPresent")
+    return found
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_passes_podsecurity_restricted(path: Path) -> None:
+    for document in yaml.safe_load_all(path.read_text()):
+        assert restricted_violations(document) == []
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_says_what_image_to_put_there(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    images = [n for n, line in enumerate(lines) if line.strip().startswith("image: waitfor")]
+    assert images
+    for n in images:
+        assert "Replace with your copy of the image" in "\n".join(lines[n - 3 : n])
+
+
+def _without(document: dict[str, Any], *keys: str, container: str = "initContainers") -> None:
+    target = pod_spec(document)[container][0]
+    for key in keys[:-1]:
+        target = target[key]
+    del target[keys[-1]]
+
+
+@pytest.mark.parametrize(
+    ("breakage", "complaint"),
+    [
+        (lambda d: _without(d, "securityContext", "allowPrivilegeEscalation"), "Escalation"),
+        (lambda d: _without(d, "securityContext", "capabilities"), "drop ALL"),
+        (lambda d: _without(d, "securityContext", "readOnlyRootFilesystem"), "readOnlyRoot"),
+        (lambda d: _without(d, "resources", "limits", container="containers"), "limits.cpu"),
+        (lambda d: _without(d, "imagePullPolicy"), "imagePullPolicy"),
+        (lambda d: pod_spec(d)["securityContext"].pop("seccompProfile"), "seccompProfile"),
+        (lambda d: pod_spec(d)["securityContext"].pop("runAsNonRoot"), "runAsNonRoot"),
+        (
+            lambda d: pod_spec(d)["containers"][0]["securityContext"].update(runAsUser=0),
+            "runAsUser",
+        ),
+        (lambda d: pod_spec(d).update(hostNetwork=True), "hostNetwork"),
+        (
+            lambda d: pod_spec(d).update(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),
+            "hostPath",
+        ),
+    ],
+)
+def test_the_restricted_check_can_fail(breakage: Any, complaint: str) -> None:
+    document = yaml.safe_load((EXAMPLES[0]).read_text())
+    assert restricted_violations(document) == []
+    breakage(document)
+    assert complaint in "\n".join(restricted_violations(document))

@@ -196,6 +196,15 @@ def test_a_down_plugin_target_times_out_with_its_reason(venv: Path) -> None:
     assert "connection refused" in result.stderr
 
 
+def test_help_lists_installed_kinds_with_their_usage_rows(venv: Path) -> None:
+    result = run(venv, "-m", "waitfor", "--help")
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout[result.stdout.index("Targets") : result.stdout.index("Examples:")]
+    assert "    zookeeper://HOST[:PORT]" in rows
+    assert "the server answers ruok with imok" in rows
+    assert "    raises:..." in rows  # a broken plugin says so, without breaking --help
+
+
 @pytest.mark.parametrize(
     ("target", "problem"),
     [

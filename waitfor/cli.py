@@ -34,21 +34,23 @@ EPILOG = """\
 \b
 Examples:
   waitfor tcp://localhost:5432
-  waitfor -t 2m https://api/healthz http://cache:8080/ready -- ./start-app --port 80
+  waitfor -t 2m https://api/healthz http://cache:8080/ready \\
+      -- ./start-app --port 80
   waitfor --invert tcp://old-server:80        # wait until it is down
-  waitfor postgresql://postgres-svc:5432 'dns:mydb.{namespace}.svc.cluster.local'
-  WAITFOR_TARGETS="tcp://db:5432 http://api/healthz" WAITFOR_TIMEOUT=5m waitfor
+  waitfor postgresql://postgres-svc:5432 \\
+      'dns:mydb.{namespace}.svc.cluster.local'
+  WAITFOR_TARGETS="tcp://db:5432 http://api/healthz" WAITFOR_TIMEOUT=5m \\
+      waitfor
 
-\b
-Every option can also be set as WAITFOR_<OPTION> (e.g. WAITFOR_TIMEOUT=90s);
-targets as whitespace-separated WAITFOR_TARGETS, where quotes keep one
-together ('exec:pg_isready -h db'). Command-line values win.
+Every option can also be set as WAITFOR_<OPTION> (e.g. WAITFOR_TIMEOUT=90s); targets as
+whitespace-separated WAITFOR_TARGETS, where quotes keep one together ('exec:pg_isready -h db').
+Command-line values win.
 
-\b
-Exit status: 0 all ready (or the command's own status), 124 timed out,
-2 bad usage or configuration, 130/143 interrupted by SIGINT/SIGTERM,
-126/127 the command cannot be run / was not found.
+Exit status: 0 all ready (or the command's own status), 124 timed out, 2 bad usage or
+configuration, 130/143 interrupted by SIGINT/SIGTERM, 126/127 the command cannot be run / was
+not found.
 """
+FORM_WIDTH = 34  # a usage row's target form; longer forms put their meaning on the next line
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.3
@@ -83,22 +85,59 @@ class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in
             raise click.UsageError("WAITFOR_TARGETS has an unclosed quote") from None
 
 
-def target_help() -> str:
-    """The targets part of --help, from each kind's own usage rows."""
+def target_help(width: int) -> str:
+    """The targets part of --help, from each kind's own usage rows (built-in kinds, then
+    installed ones), wrapped to ``width`` columns."""
+    import textwrap
+
     rows = [row for kind in kinds.BUILTIN for row in kinds.load(kind).USAGE]
-    lines = [f"  {form + ' ':<35} {meaning}".rstrip() for form, meaning in rows]
-    lines.append(
-        "  {namespace} in a target becomes the pod's namespace"
-        " (POD_NAMESPACE or the service account's)"
+    for scheme, kind in sorted(kinds.installed().items()):
+        try:
+            rows += kinds.load(kind).USAGE or [(f"{scheme}:...", f"from {kind.origin}")]
+        except kinds.KindError as exc:
+            rows.append((f"{scheme}:...", str(exc)))
+    rows.append(
+        ("{namespace}", "in a target, the pod's namespace (POD_NAMESPACE or the service account's)")
     )
+    indent = " " * (2 + FORM_WIDTH + 2)
+    lines = []
+    for form, meaning in rows:
+        # one spelling of the ellipsis: the kinds' rows are written with both
+        form, meaning = form.replace("\u2026", "..."), meaning.replace("\u2026", "...")
+        if len(form) > FORM_WIDTH:
+            lines += _split_form(form, width)
+            first = indent
+        else:
+            first = f"  {form:<{FORM_WIDTH}}  "
+        wrapped = textwrap.wrap(
+            meaning,
+            max(width, len(indent) + 20),
+            initial_indent=first,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+        lines += wrapped if meaning else []
     return "\b\nTargets (options for one target go after '#'):\n" + "\n".join(lines) + "\n\n"
+
+
+def _split_form(form: str, width: int) -> list[str]:
+    """A long target form on lines of at most ``width`` columns where it can: broken after
+    its option separators ('&'), continued with 4 more spaces."""
+    lines, line = [], "  "
+    for piece in form.replace("&", "&\n").splitlines():
+        if len(line) + len(piece) > width and line.strip():
+            lines.append(line)
+            line = "      "
+        line += piece
+    return [*lines, line]
 
 
 class WaitforCommand(click.Command):
     """Splits ``-- COMMAND...`` off before click sees it, so targets and command stay apart."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        self.epilog = target_help() + EPILOG  # built only when --help is asked for
+        # built only when --help is asked for; the epilog is indented by 2
+        self.epilog = target_help(formatter.width - 2) + EPILOG
         super().format_epilog(ctx, formatter)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -132,7 +171,12 @@ class WaitforCommand(click.Command):
         return renamed
 
 
-@click.command(cls=WaitforCommand, epilog=EPILOG, context_settings={"max_content_width": 100})
+@click.command(
+    cls=WaitforCommand,
+    epilog=EPILOG,
+    # the terminal's width, at most 100 columns; -h as wait-for-it users type it
+    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
+)
 @click.argument(
     "targets",
     nargs=-1,
@@ -169,7 +213,10 @@ class WaitforCommand(click.Command):
     type=click.Choice(OUTPUTS),
     default="auto",
     show_default=True,
-    help="Progress on stderr: auto (tty when stderr is a terminal, else text), text, tty, json.",
+    help=(
+        "Progress on stderr: auto (tty when stderr is a terminal, else text), text, tty, json"
+        " (one JSON object per line), quiet (only why the wait failed)."
+    ),
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only why the wait failed.")
 @click.option(
@@ -331,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except click.exceptions.Abort:  # click's word for a KeyboardInterrupt it caught
         _ignore_interrupts()
         _die(str(Interrupted(signal.SIGINT)), Interrupted(signal.SIGINT).exit_code)
+    except click.BadParameter as exc:
+        _die(_name_the_variable(exc).format_message(), 2)
     except click.ClickException as exc:
         _die(exc.format_message(), 2)
     except WaitTimeout:
@@ -367,6 +416,19 @@ def run() -> NoReturn:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     flush_stdio()
     os._exit(code)
+
+
+def _name_the_variable(exc: click.BadParameter) -> click.BadParameter:
+    """A bad value that came from the environment is named by its variable, not its option."""
+    from click.core import ParameterSource
+
+    param, ctx = exc.param, exc.ctx
+    if param is None or ctx is None or param.name is None:
+        return exc
+    if ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+        envvar = param.envvar or f"{ctx.auto_envvar_prefix}_{param.name.upper()}"
+        exc.param_hint = envvar if isinstance(envvar, str) else envvar[0]
+    return exc
 
 
 def _die(message: str, code: int) -> NoReturn:
