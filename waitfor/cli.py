@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from waitfor import api, checks
-from waitfor.backoff import Backoff
+from waitfor.backoff import MIN_DELAY, Backoff
 from waitfor.checks.base import describe_os_error
 from waitfor.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
@@ -28,7 +28,7 @@ COMMAND_KEY = "waitfor.command"
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 #: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
 _INHERITED_IGNORED: list[signal.Signals] = []
-MIN_INTERVAL = 0.01
+MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
 
 EPILOG = """\
 \b
