@@ -236,13 +236,16 @@ def standard_address(scheme: str, url: str, default_port: int | None = None) -> 
     """``scheme://[user[:password]@]host[:port][/path][?query]``, or ``scheme:anything``.
 
     With an authority the host is validated and the port is the one given, else ``default_port``
-    (None: no port). The URL's password and secret-looking query values are secrets.
+    (None: no port); a kind with a ``default_port`` needs the authority (``scheme:x`` is
+    refused). The URL's password and secret-looking query values are secrets.
     """
     parts = urls.split(url)
     hidden = urls.secrets(parts)
     if parts.netloc or url[len(scheme) + 1 :].startswith("//"):
         host = urls.host(parts)
         port = urls.port(parts, default_port) if default_port else urls.optional_port(parts)
+    elif default_port:  # a kind with a default port connects somewhere: 'http:whatever' cannot
+        raise ValueError(f"missing host: write {scheme}://HOST[:PORT]")
     else:
         host, port = "", None
     return Address(host, port, urls.display(scheme, parts), frozenset(hidden))
