@@ -57,6 +57,9 @@ class Wait:
         self.reporter = reporter
         self.started: float | None = None
         self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
+        #: when each target's synchronous attempt began (seconds after ``started``): an attempt
+        #: left without an answer is continued by the runner's first, and counted as one
+        self.quick: list[float] = []
 
     def ready_now(self) -> list[TargetResult] | None:
         """Every target's result if a first, synchronous attempt finds them all ready, else None.
@@ -72,7 +75,7 @@ class Wait:
             return None
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
         results = quickstart.all_ready_now(
-            self.targets, started=started, budget=budget, emit=self._emit
+            self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
         )
         self.spent = time.monotonic() - started
         if results is not None and self.reporter is not None:
@@ -93,6 +96,7 @@ class Wait:
                 invert=self.invert,
                 on_event=self._emit,
                 spent=self.spent,
+                first_began=self.quick,
             )
         except WaitTimeout as exc:
             if self.reporter is not None:
