@@ -15,10 +15,12 @@ from waitfor import (
     TargetError,
     UsageError,
     WaitTimeout,
+    api,
     parse_target,
     wait_for,
     wait_for_async,
 )
+from waitfor.backoff import MIN_DELAY, Backoff
 from waitfor.report import Reporter
 
 
@@ -86,11 +88,40 @@ def test_secrets_stay_out_of_exception_text() -> None:
         ({"timeout": "later"}, "timeout: 'later' is not a duration"),
         ({"attempt_timeout": 0}, "attempt_timeout must be a positive"),
         ({"timeout": float("nan")}, "timeout must be a positive"),
+        ({"timeout": 10**400}, r"timeout is too long \(at most 604800s"),
+        ({"timeout": 1e300}, r"timeout is too long \(at most 604800s"),
+        ({"attempt_timeout": float("inf")}, "attempt_timeout is too long"),
+        ({"defaults": {"insecure": 1}}, "defaults: option 'insecure' must be a string, not int"),
+        ({"defaults": ["insecure"]}, "defaults must be a mapping of option names, not list"),
+        ({"backoff": "fast"}, "backoff must be a waitfor.Backoff, not str"),
+        ({"backoff": Backoff(initial=0, maximum=0)}, "must be at least"),
+        ({"backoff": Backoff(initial=0, maximum=1)}, "must be at least"),
+        ({"invert": "yes"}, "invert must be True or False, not str"),
+        ({"on_event": "print"}, "on_event must be callable, not str"),
     ],
 )
 def test_bad_arguments(kwargs: dict[str, object], error: str) -> None:
     with pytest.raises(UsageError, match=error):
         wait_for("tcp://127.0.0.1:1", **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_boolean_default_reads_as_the_cli_gives_it() -> None:
+    # the CLI's --insecure is defaults={"insecure": "true"}; True is what a caller writes
+    target_true = api.Wait("https://127.0.0.1:1/", defaults={"insecure": True}).targets[0]
+    target_text = api.Wait("https://127.0.0.1:1/", defaults={"insecure": "true"}).targets[0]
+    assert target_true.options == target_text.options
+
+
+def test_the_floor_between_attempts_holds_for_the_library() -> None:
+    attempts: list[int] = []
+    with pytest.raises(WaitTimeout):
+        wait_for(
+            "tcp://127.0.0.1:1",
+            timeout=0.5,
+            backoff=Backoff(initial=MIN_DELAY, maximum=MIN_DELAY, jitter=0),
+            on_event=lambda event: attempts.append(event.attempt),
+        )
+    assert max(attempts) <= 0.5 / MIN_DELAY + 2  # not thousands
 
 
 def test_bad_targets() -> None:

@@ -54,8 +54,21 @@ def test_jitter_spreads_delays(b: Backoff, attempt: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"initial": -1}, {"maximum": -1}, {"multiplier": 0.5}, {"jitter": 2}]
+    "kwargs",
+    [
+        {"initial": -1},
+        {"maximum": -1},
+        {"multiplier": 0.5},
+        {"jitter": 2},
+        {"maximum": float("inf")},
+        {"initial": float("nan")},
+        {"initial": "1"},
+    ],
 )
 def test_invalid_backoff(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="backoff"):
         Backoff(**kwargs)
+
+
+def test_a_huge_multiplier_sits_at_the_cap() -> None:
+    assert Backoff(multiplier=1e300).delay(100, 0.0) == Backoff().maximum

@@ -8,11 +8,13 @@ the CLI and the library of that virtualenv.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,10 +41,66 @@ notacheck = "waitfor_broken:NotACheck"
 noprobe = "waitfor_broken:NoProbe"
 missing = "waitfor_broken:Missing"
 tcp = "waitfor_broken:NotACheck"
+exits = "waitfor_broken_exits:Exits"
+slow = "waitfor_broken_slow:Slow"
+parsebug = "waitfor_broken:ParseBug"
+probebug = "waitfor_broken:ProbeBug"
+refused = "waitfor_broken:Refused"
 flagfile = "waitfor_flagfile:FlagFileCheck"
 
 [tool.setuptools]
-py-modules = ["waitfor_broken", "waitfor_broken_raises", "waitfor_flagfile"]
+py-modules = [
+    "waitfor_broken",
+    "waitfor_broken_raises",
+    "waitfor_broken_exits",
+    "waitfor_broken_slow",
+    "waitfor_flagfile",
+]
+"""
+
+BROKEN_MODULE = """\
+from waitfor import Check, Outcome
+
+
+class NotACheck:
+    pass
+
+
+class NoProbe(Check):
+    pass
+
+
+class ParseBug(Check):
+    @classmethod
+    def parse_address(cls, scheme, url):
+        return url.host  # a str has no host: AttributeError
+
+    async def probe(self, budget):
+        return Outcome.up("never asked")
+
+
+class ProbeBug(Check):
+    async def probe(self, budget):
+        return {}[self.target.url]  # KeyError quoting the URL, password and all
+
+
+class Refused(Check):
+    async def probe(self, budget):
+        raise ConnectionRefusedError(111, "Connection refused")
+"""
+
+#: a plugin whose import takes 5 s (a heavy SDK, a slow network mount)
+SLOW_MODULE = """\
+import time
+
+from waitfor import Check, Outcome
+
+time.sleep(5)
+
+
+class Slow(Check):
+    async def probe(self, budget):
+        return Outcome.up("slow but here")
 """
 
 # A kind whose targets have no host (flagfile:///path), written with nothing but probe().
@@ -81,11 +139,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (broken / "pyproject.toml").write_text(BROKEN_PYPROJECT)
     (broken / "waitfor_broken_raises.py").write_text('raise ImportError("needs libfoo.so.1")\n')
     (broken / "waitfor_flagfile.py").write_text(FLAGFILE)
-    (broken / "waitfor_broken.py").write_text(
-        "from waitfor import Check\n\n"
-        "class NotACheck:\n    pass\n\n"
-        "class NoProbe(Check):\n    pass\n"
-    )
+    (broken / "waitfor_broken.py").write_text(BROKEN_MODULE)
+    (broken / "waitfor_broken_exits.py").write_text("import sys\n\nsys.exit(3)\n")
+    (broken / "waitfor_broken_slow.py").write_text(SLOW_MODULE)
     offline = ["--no-index", "--no-build-isolation", "--no-deps", "--disable-pip-version-check"]
     for package in (root / "zookeeper", broken):
         installed = subprocess.run(
@@ -212,9 +268,11 @@ def test_help_lists_installed_kinds_with_their_usage_rows(venv: Path) -> None:
         ("notacheck://db", "is not a subclass of waitfor.Check"),
         ("noprobe://db", "does not implement async def probe"),
         ("missing://db", "cannot be loaded: AttributeError"),
+        ("exits://db", "cannot be loaded: SystemExit: 3"),
+        ("parsebug://db", "failed to parse it: AttributeError at waitfor_broken.py:15"),
         ("zookeeper://db:2181#mode=ping", "unknown option 'mode' (known: none)"),
         ("zookeeper://db:99999", "invalid port"),
-        ("zookeeper:whatever", "missing host"),
+        ("zookeeper:whatever", "missing host: write zookeeper://HOST[:PORT]"),
         ("nope://db", "unknown scheme 'nope'"),
     ],
 )
@@ -261,3 +319,53 @@ def test_the_readme_shows_the_tested_plugin() -> None:
     readme = (ROOT / "README.md").read_text()
     for name in ("pyproject.toml", "waitfor_zookeeper.py"):
         assert (PLUGIN / name).read_text().strip() in readme, name
+
+
+def test_a_plugin_bug_in_probe_fails_its_target_in_one_line(venv: Path) -> None:
+    """Permanent: a bug does not go away by retrying; its text (which may quote the URL's
+    password) is not shown, only what and where."""
+    result = run(venv, "-m", "waitfor", "-t", "30", "probebug://app:s3cret@db")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "s3cret" not in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last == (
+        "waitfor: error: probebug://app:***@db: kind 'probebug' (waitfor-broken-kinds 0.1) "
+        "failed: KeyError at waitfor_broken.py:23 (a bug in the plugin)"
+    ), result.stderr
+    code = (
+        "import waitfor\n"
+        "try:\n"
+        "    waitfor.wait_for('probebug://db', timeout=30)\n"
+        "except waitfor.CheckFailed as exc:\n"
+        "    print(exc.reason)\n"
+    )
+    result = run(venv, "-c", code)
+    assert "failed: KeyError at waitfor_broken.py:23" in result.stdout, result.stderr
+
+
+def test_a_plugin_that_lets_an_os_error_escape_is_not_ready(venv: Path) -> None:
+    result = run(venv, "-m", "waitfor", "-t", "0.5", "refused://db")
+    assert result.returncode == 124, result.stderr
+    assert "not ready after" in result.stderr
+    assert "connection refused" in result.stderr
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_interrupts_a_slow_plugin_import(
+    venv: Path, sig: signal.Signals, code: int
+) -> None:
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        [venv, "-m", "waitfor", "-t", "1", "slow://db"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == code, stderr
+    assert stderr == f"waitfor: error: interrupted by {sig.name}\n"
+    assert time.monotonic() - began < 4  # not after the 5 s import

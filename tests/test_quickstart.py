@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from tests.redisd import Memcached, RedisServer
 from tests.servers import free_port, server_factory, tcp_listener, unix_http_server
-from waitfor import cli, quickstart
+from waitfor import WaitTimeout, cli, quickstart, wait_for
 from waitfor.events import Event
 from waitfor.targets import parse_target
 
@@ -205,3 +205,15 @@ def test_a_ready_run_never_imports_asyncio(
     imported = set(listing.read_text().split())
     assert f"waitfor.kinds.{kind}" in imported
     assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.net.aio"}
+
+
+def test_the_time_of_an_unanswered_first_attempt_is_counted() -> None:
+    """The synchronous attempt may use 0.25 s; when the runner's first attempt then runs into
+    the deadline, the reason counts both, as one attempt (not "timed out after 0.0s")."""
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    with silent, pytest.raises(WaitTimeout) as info:
+        wait_for(f"redis://127.0.0.1:{silent.getsockname()[1]}", timeout=0.26)
+    [result] = info.value.results
+    assert result.attempts == 1
+    took = float(re.fullmatch(r"timed out after (\d+\.\d)s", result.reason).group(1))  # type: ignore[union-attr]
+    assert took >= 0.2, result.reason

@@ -65,6 +65,8 @@ def test_valid_targets(text: str, host: str, port: int) -> None:
         ("tcp://db:5432/path", "only tcp://HOST:PORT"),
         ("tcp://u:p@db:5432", "no user or password"),
         ("http://", "missing host"),
+        ("http:api/healthz", "missing host: write http://HOST"),
+        ("https:whatever", "missing host: write https://HOST"),
         ("http://api\n:80", "control characters"),
         ("tcp://db:1#status=200", "unknown option 'status'"),
         ("http://api#status=700", "codes must be 100-599"),

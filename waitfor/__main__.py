@@ -1,3 +1,3 @@
-from waitfor.cli import run
+from waitfor.entry import run
 
 run()

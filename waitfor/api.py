@@ -12,8 +12,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from waitfor.backoff import Backoff
-from waitfor.durations import parse_duration
+from waitfor.backoff import MIN_DELAY, Backoff
+from waitfor.durations import MAX_SECONDS, parse_duration
 from waitfor.errors import UsageError, WaitTimeout
 from waitfor.events import Event, EventHandler, TargetResult
 from waitfor.targets import Target, parse_target
@@ -42,17 +42,24 @@ class Wait:
         backoff: Backoff | None = None,
         on_event: EventHandler | None = None,
         reporter: Reporter | None = None,
-        defaults: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str | bool] | None = None,
     ) -> None:
-        self.targets = _targets(targets, defaults)
+        self.targets = _targets(targets, _defaults(defaults))
         self.timeout = _deadline(timeout)
         self.attempt_timeout = _seconds(attempt_timeout, "attempt_timeout")
+        if not isinstance(invert, bool):
+            raise UsageError(f"invert must be True or False, not {type(invert).__name__}")
         self.invert = invert
-        self.backoff = backoff or Backoff()
+        self.backoff = _backoff(backoff)
+        if on_event is not None and not callable(on_event):
+            raise UsageError(f"on_event must be callable, not {type(on_event).__name__}")
         self.on_event = on_event
         self.reporter = reporter
         self.started: float | None = None
         self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
+        #: when each target's synchronous attempt began (seconds after ``started``): an attempt
+        #: left without an answer is continued by the runner's first, and counted as one
+        self.quick: list[float] = []
 
     def ready_now(self) -> list[TargetResult] | None:
         """Every target's result if a first, synchronous attempt finds them all ready, else None.
@@ -68,7 +75,7 @@ class Wait:
             return None
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
         results = quickstart.all_ready_now(
-            self.targets, started=started, budget=budget, emit=self._emit
+            self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
         )
         self.spent = time.monotonic() - started
         if results is not None and self.reporter is not None:
@@ -89,6 +96,7 @@ class Wait:
                 invert=self.invert,
                 on_event=self._emit,
                 spent=self.spent,
+                first_began=self.quick,
             )
         except WaitTimeout as exc:
             if self.reporter is not None:
@@ -119,7 +127,7 @@ async def wait_for_async(
     backoff: Backoff | None = None,
     on_event: EventHandler | None = None,
     reporter: Reporter | None = None,
-    defaults: Mapping[str, str] | None = None,
+    defaults: Mapping[str, str | bool] | None = None,
 ) -> list[TargetResult]:
     """Wait until every target is ready (``invert``: down); return each target's result.
 
@@ -149,7 +157,7 @@ def wait_for(
     backoff: Backoff | None = None,
     on_event: EventHandler | None = None,
     reporter: Reporter | None = None,
-    defaults: Mapping[str, str] | None = None,
+    defaults: Mapping[str, str | bool] | None = None,
 ) -> list[TargetResult]:
     """Blocking form of :func:`wait_for_async`; not for use inside a running event loop."""
     if _in_event_loop():
@@ -200,6 +208,41 @@ def _targets(targets: Sequence[str | Target], defaults: Mapping[str, str] | None
     return parsed
 
 
+def _defaults(defaults: Mapping[str, str | bool] | None) -> dict[str, str] | None:
+    """Option defaults as the CLI gives them (strings); ``True``/``False`` as "true"/"false"."""
+    if defaults is None:
+        return None
+    if not isinstance(defaults, Mapping):
+        kind = type(defaults).__name__
+        raise UsageError(f"defaults must be a mapping of option names, not {kind}")
+    given: dict[str, str] = {}
+    for key, value in defaults.items():
+        if not isinstance(key, str):
+            raise UsageError(f"defaults: an option name must be a string, not {key!r}")
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif not isinstance(value, str):
+            raise UsageError(
+                f"defaults: option {key!r} must be a string, not {type(value).__name__}"
+            )
+        given[key] = value
+    return given
+
+
+def _backoff(backoff: Backoff | None) -> Backoff:
+    """The backoff, held to the CLI's floor: attempts in a tight loop are a flood, not a wait."""
+    if backoff is None:
+        return Backoff()
+    if not isinstance(backoff, Backoff):
+        raise UsageError(f"backoff must be a waitfor.Backoff, not {type(backoff).__name__}")
+    if min(backoff.initial, backoff.maximum) < MIN_DELAY:
+        raise UsageError(
+            f"backoff initial and maximum must be at least {MIN_DELAY:g}s, not "
+            f"{backoff.initial:g}s and {backoff.maximum:g}s (thousands of attempts a second)"
+        )
+    return backoff
+
+
 def _deadline(timeout: float | str | None) -> float | None:
     """Seconds to wait, or None for ever: ``None`` and ``0`` (any spelling: "0s") as in the CLI."""
     if timeout is None:
@@ -215,6 +258,10 @@ def _seconds(value: float | str, name: str, zero: bool = False) -> float:
             raise UsageError(f"{name}: {exc}") from None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UsageError(f"{name} must be seconds or a duration string, not {value!r}")
-    if not (math.isfinite(value) and (value > 0 or (zero and value == 0))):
+    if isinstance(value, int) and value > MAX_SECONDS:
+        value = math.inf  # float() of a huge int overflows; it is too long either way
+    if not (value == value and (value > 0 or (zero and value == 0))):
         raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+    if value > MAX_SECONDS:
+        raise UsageError(f"{name} is too long (at most {MAX_SECONDS:g}s, as in the CLI)")
     return float(value)

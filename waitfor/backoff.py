@@ -13,7 +13,13 @@ Defaults, and why:
 
 from __future__ import annotations
 
+import math
+
 from waitfor.values import Value
+
+#: the least delay a wait may use (the CLI's --max-interval floor, and the library's): below it
+#: a target down is probed thousands of times a second
+MIN_DELAY = 0.01
 
 
 class Backoff(Value):
@@ -25,6 +31,12 @@ class Backoff(Value):
     jitter: float = 1 / 6  # a delay is shortened by up to this fraction
 
     def _validate(self) -> None:
+        for name in ("initial", "multiplier", "maximum", "jitter"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"backoff {name} must be a number, not {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"backoff {name} must be finite, not {value!r}")
         if not (self.initial >= 0 and self.maximum >= 0 and self.multiplier >= 1):
             raise ValueError("backoff needs initial >= 0, maximum >= 0 and multiplier >= 1")
         if not 0 <= self.jitter <= 1:
@@ -33,7 +45,11 @@ class Backoff(Value):
     def delay(self, attempt: int, rand: float) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based); ``rand`` is in [0, 1)."""
         exponent = min(max(attempt - 1, 0), 64)  # large attempts just sit at the cap
-        base = min(self.maximum, self.initial * self.multiplier**exponent)
+        try:
+            grown = self.initial * self.multiplier**exponent
+        except OverflowError:  # a huge multiplier: the cap it was heading for
+            grown = self.maximum
+        base = min(self.maximum, grown)
         return base * (1 - self.jitter * rand)
 
     def sleep_before_next(self, attempt: int, rand: float, remaining: float) -> float:

@@ -10,25 +10,30 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Sequence
-from types import FrameType
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn
 
 import click
 
 from waitfor import api, kinds
-from waitfor.backoff import Backoff
+from waitfor.backoff import MIN_DELAY, Backoff
 from waitfor.durations import parse_duration
+from waitfor.entry import (
+    INHERITED_IGNORED,
+    INTERRUPTS,
+    Signalled,
+    exiting,
+    ignore_interrupts,
+    install,
+    interrupt,
+)
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
 from waitfor.report import OUTPUTS, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
 COMMAND_KEY = "waitfor.command"
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
-#: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
-_INHERITED_IGNORED: list[signal.Signals] = []
-MIN_INTERVAL = 0.01
+MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
 
 EPILOG = """\
 \b
@@ -279,13 +284,18 @@ def cli(
         defaults=defaults,
     )
     if wait.ready_now() is None:  # all ready at once: no event loop, no asyncio import
-        run_until_signal(wait.run())
+        run_until_signal(wait.run)
     if command:
         exec_command(command)
 
 
-def run_until_signal(coroutine: Any) -> Any:
-    """Run the wait; SIGINT/SIGTERM cancel it (pending attempts included) and raise Interrupted."""
+def run_until_signal(start: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run ``start()``; SIGINT/SIGTERM cancel it (pending attempts included), raise Interrupted.
+
+    The coroutine is made only once the loop's handlers are in place: a signal before that
+    (importing asyncio, making the loop) is :class:`Signalled` and leaves no coroutine behind
+    that was never awaited.
+    """
     import asyncio  # only a wait that was not over at its first attempt needs the event loop
 
     async def main() -> Any:
@@ -301,7 +311,7 @@ def run_until_signal(coroutine: Any) -> Any:
         for signum in INTERRUPTS:
             loop.add_signal_handler(signum, on_signal, signum)
         try:
-            return await coroutine
+            return await start()
         except asyncio.CancelledError:
             if received:
                 raise Interrupted(received[0]) from None
@@ -313,16 +323,15 @@ def run_until_signal(coroutine: Any) -> Any:
             try:
                 for signum in INTERRUPTS:
                     loop.remove_signal_handler(signum)
-                    signal.signal(signum, _exiting if received else _interrupt)
+                    signal.signal(signum, exiting if received else interrupt)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)
 
     running = main()
     try:
         return asyncio.run(running)
-    except OSError:  # e.g. no descriptor left for the event loop: do not warn "never awaited"
+    except BaseException:  # e.g. no descriptor for the loop, a signal: not "never awaited"
         running.close()
-        coroutine.close()
         raise
 
 
@@ -334,7 +343,7 @@ def exec_command(command: Sequence[str]) -> NoReturn:
     # Handlers waitfor installed are reset by exec itself.
     for signum in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(signum, signal.SIG_DFL)
-    for signum in _INHERITED_IGNORED:
+    for signum in INHERITED_IGNORED:
         signal.signal(signum, signal.SIG_IGN)
     try:
         os.execvp(command[0], list(command))
@@ -346,27 +355,12 @@ def exec_command(command: Sequence[str]) -> NoReturn:
         _die(f"cannot run {command[0]}: {exc.strerror}", 126)
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    _ignore_interrupts()
-    raise Interrupted(signum)
-
-
-def _exiting(signum: int, frame: FrameType | None) -> None:
-    """Interrupted already and on the way out: a second Ctrl-C changes nothing."""
-
-
-def _ignore_interrupts() -> None:
-    for signum in INTERRUPTS:
-        signal.signal(signum, _exiting)
-
-
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    # Installed first thing: as PID 1 in a container, a signal without a handler is ignored.
-    _INHERITED_IGNORED[:] = [s for s in INTERRUPTS if signal.getsignal(s) is signal.SIG_IGN]
-    for signum in INTERRUPTS:
-        signal.signal(signum, _interrupt)
-    harden_stdio()
+    # Installed first thing (by waitfor.entry, before this module was imported, for the
+    # command): as PID 1 in a container, a signal without a handler is ignored.
+    install()
     try:
+        harden_stdio()
         cli.main(
             args=list(argv) if argv is not None else None,
             prog_name="waitfor",
@@ -376,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except click.exceptions.Exit as exc:  # --help, --version
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:  # click's word for a KeyboardInterrupt it caught
-        _ignore_interrupts()
+        ignore_interrupts()
         _die(str(Interrupted(signal.SIGINT)), Interrupted(signal.SIGINT).exit_code)
     except click.BadParameter as exc:
         _die(_name_the_variable(exc).format_message(), 2)
@@ -384,8 +378,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _die(exc.format_message(), 2)
     except WaitTimeout:
         sys.exit(WaitTimeout.exit_code)  # the reporter has said what was still not ready
+    except Signalled as exc:  # during the synchronous part: parsing, a plugin's import, ...
+        ignore_interrupts()
+        _die(exc.describe(), 128 + exc.signum)
     except Interrupted as exc:
-        _ignore_interrupts()
+        ignore_interrupts()
         _die(str(exc), exc.exit_code)
     except WaitforError as exc:
         _die(str(exc), exc.exit_code)
@@ -410,10 +407,15 @@ def run() -> NoReturn:
     regex search) where it stands, maybe inside C++ code; shutdown would unwind such a thread
     mid-call and RE2 aborts with "terminate called without an active exception" (exit -6, not 143).
     """
+    install()
     try:
         main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    except Signalled as exc:  # before main's own handling began
+        ignore_interrupts()
+        sys.stderr.write(f"waitfor: error: {exc.describe()}\n")
+        code = 128 + exc.signum
     flush_stdio()
     os._exit(code)
 

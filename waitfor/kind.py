@@ -268,9 +268,11 @@ def standard_address(
     parts = urls.split(url)
     hidden = urls.secrets(parts)
     authority = url[len(scheme) + 1 :].startswith("//")
-    if parts.netloc or require_host or default_port is not None:
+    if parts.netloc:
         host = urls.host(parts)
         port = urls.port(parts, default_port) if default_port else urls.optional_port(parts)
+    elif require_host or default_port is not None:  # 'http:whatever' connects nowhere
+        raise ValueError(f"missing host: write {scheme}://HOST[:PORT]")
     else:
         host, port = "", None
     return Address(host, port, urls.display(scheme, parts, authority=authority), frozenset(hidden))

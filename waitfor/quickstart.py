@@ -28,9 +28,18 @@ QUICK_BUDGET = 0.25
 
 
 def all_ready_now(
-    targets: Sequence[Target], *, started: float, budget: float, emit: EventHandler
+    targets: Sequence[Target],
+    *,
+    started: float,
+    budget: float,
+    emit: EventHandler,
+    began_at: list[float] | None = None,
 ) -> list[TargetResult] | None:
-    """Each target's result if every one is ready at its first attempt, else None."""
+    """Each target's result if every one is ready at its first attempt, else None.
+
+    ``began_at`` receives when (since ``started``) each target's attempt began, for the runner to
+    count the time of the one that was left without an answer.
+    """
     classes = [check_class(target.scheme) for target in targets]
     if any(cls.probe_now is Check.probe_now for cls in classes):
         return None  # some kind can only be asked on the event loop
@@ -42,6 +51,8 @@ def all_ready_now(
         if began >= ends:
             return None
         attempts.append(Event(EventType.ATTEMPT, target, 1, began - started))
+        if began_at is not None:
+            began_at.append(began - started)
         outcome = cls(target).probe_now(ends - began)
         if outcome is None or not outcome.ready or outcome.permanent:
             return None

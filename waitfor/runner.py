@@ -50,11 +50,14 @@ async def run(
     on_event: EventHandler | None = None,
     rng: random.Random | None = None,
     spent: float = 0.0,
+    first_began: Sequence[float] = (),
 ) -> list[TargetResult]:
     """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
 
     ``spent`` is how long this wait already took before the loop ran (a synchronous first
     attempt, :mod:`waitfor.quickstart`): it counts against the deadline and in elapsed times.
+    ``first_began[i]``: when (after the start) target i's synchronous attempt began; its first
+    attempt here continues that one and is timed from there.
     """
     loop = asyncio.get_running_loop()
     start = loop.time() - spent
@@ -69,20 +72,25 @@ async def run(
     def remaining() -> float:
         return math.inf if deadline is None else max(deadline - loop.time(), 0.0)
 
-    async def await_target(state: _State, check: Check) -> None:
+    async def await_target(state: _State, check: Check, quick: float | None) -> None:
         target = state.target
         while True:
             state.attempts += 1
             emit(Event(EventType.ATTEMPT, target, state.attempts, elapsed()))
-            budget = min(attempt_timeout, remaining())
-            state.attempt_began = loop.time()
+            now = loop.time()
+            if state.attempts == 1 and quick is not None:
+                state.attempt_began = start + quick  # continues the synchronous attempt
+            else:
+                state.attempt_began = now
+            budget = min(attempt_timeout - (now - state.attempt_began), remaining())
             state.activity = activity.track()
             try:
                 async with asyncio.timeout(budget):
                     outcome = await check.probe(budget)
             except TimeoutError:
                 named = state.activity.reason()
-                outcome = Outcome.down(named or f"timed out after {budget:.1f}s")
+                took = loop.time() - state.attempt_began
+                outcome = Outcome.down(named or f"timed out after {took:.1f}s")
             except OSError as exc:
                 # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
                 # file or socket: not ready until siblings close theirs, never a crash.
@@ -110,7 +118,11 @@ async def run(
             )
 
     checks = [check_class(target.scheme)(target) for target in targets]
-    tasks = [asyncio.create_task(await_target(s, c)) for s, c in zip(states, checks, strict=True)]
+    quick = [*first_began, *[None] * (len(states) - len(first_began))]
+    tasks = [
+        asyncio.create_task(await_target(s, c, q))
+        for s, c, q in zip(states, checks, quick, strict=True)
+    ]
     try:
         async with asyncio.timeout_at(deadline):
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)

@@ -71,6 +71,13 @@ def test_a_command_killed_by_a_signal_is_named() -> None:
     assert reason("exec:sh -c 'kill -TERM $$'") == "killed by SIGTERM"
 
 
+def test_a_command_killed_by_a_real_time_signal_is_named() -> None:
+    # Real-time signals have no name of their own in signal.Signals.
+    offset = 40 - signal.SIGRTMIN
+    assert reason("exec:sh -c 'kill -40 $$'") == f"killed by signal 40 (SIGRTMIN+{offset})"
+    assert reason(f"exec:sh -c 'kill -{int(signal.SIGRTMAX)} $$'") == "killed by SIGRTMAX"
+
+
 def test_a_hanging_attempt_is_killed_with_its_process_group(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     # The shell, a background child and a grandchild: all in the attempt's process group.

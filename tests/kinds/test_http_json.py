@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
+from urllib.parse import quote
 
 import pytest
 
@@ -159,3 +161,18 @@ def test_bad_expectations(option: str, error: str) -> None:
     with pytest.raises(TargetError) as info:
         parse_target(f"http://api/health#{option}")
     assert error in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("[" * 3000, "json value nested deeper than 200 levels"),
+        ('{"a":' * 3000, "json value nested deeper than 200 levels"),
+        ("NaN", "json value NaN never equals anything, so it can never hold"),
+        ("[1,NaN]", "json value NaN never equals anything, so it can never hold"),
+        ("UP|NaN", "json value NaN never equals anything, so it can never hold"),
+    ],
+)
+def test_a_value_that_cannot_hold_is_refused_at_parse_time(value: str, problem: str) -> None:
+    with pytest.raises(TargetError, match=re.escape(problem)):
+        parse_target(f"http://127.0.0.1:1/#json=a=={quote(value)}")

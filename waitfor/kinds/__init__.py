@@ -6,8 +6,10 @@ registry still holds import strings: a run with only tcp targets never imports t
 Third-party kinds are entry points in the group ``waitfor.kinds`` (name = URL scheme, value =
 ``"module:Class"``). They are looked up only for a scheme that is not built in, so a run with
 built-in kinds never scans installed packages; a built-in scheme cannot be taken over. A plugin
-that cannot be imported, or whose object is not a :class:`~waitfor.kind.Check` subclass,
-is a :class:`KindError` (one line, exit 2) for targets of its scheme only.
+that cannot be imported (whatever it raises, ``sys.exit()`` included), or whose object is not a
+:class:`~waitfor.kind.Check` subclass, is a :class:`KindError` (one line, exit 2) for
+targets of its scheme only. A plugin's import cannot be cut short by the deadline (an import is
+synchronous), but SIGINT/SIGTERM interrupt it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import inspect
 import re
 from functools import cache
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from waitfor.values import Value
 
@@ -106,14 +108,92 @@ def load(kind: Kind) -> type[Check]:
         found = import_module(module_name)
         for attribute in class_name.split(".") if class_name else []:
             found = getattr(found, attribute)
-    except Exception as exc:  # anything a broken plugin raises on import
+    except (Exception, SystemExit) as exc:  # anything a broken plugin raises on import
+        # SystemExit too (a module that calls sys.exit()); never an interruption: a signal is a
+        # BaseException (waitfor.entry.Signalled) or KeyboardInterrupt and ends the wait
         detail = " ".join(str(exc).split()) or "no detail"
         raise KindError(f"{where} cannot be loaded: {type(exc).__name__}: {detail}") from None
     if not (isinstance(found, type) and issubclass(found, Check)):
         raise KindError(f"{where} is not a subclass of waitfor.Check")
     if inspect.isabstract(found):
         raise KindError(f"{where} does not implement async def probe(self, budget)")
-    return found
+    return _guarded(found, kind)
+
+
+def _guarded(cls: type[Check], kind: Kind) -> type[Check]:
+    """A third-party kind whose bugs fail its own targets, in one line, not the whole wait.
+
+    An unexpected exception in ``parse_address``/``parse_options`` is a bad target (exit 2,
+    naming the kind). In ``probe`` it is a permanent failure of that target: a bug does not go
+    away by retrying, and waiting out the deadline would only hide it. OSError is the exception:
+    a plugin that forgot to catch "connection refused" is not ready yet, as any kind would be.
+    Only the exception's type and where it was raised are shown, never its text: it may quote
+    the target's URL, password included. Interruptions (BaseException) pass through.
+    """
+    import errno
+
+    from waitfor import redaction
+    from waitfor.kind import Outcome, describe_os_error
+
+    name = f"kind {kind.name!r} ({kind.origin})"
+
+    class Guarded(cls):  # type: ignore[valid-type,misc]  # a subclass of a class known at run time
+        @classmethod
+        def parse_address(klass, scheme: str, url: str) -> Any:
+            try:
+                return super().parse_address(scheme, url)
+            except ValueError:
+                raise
+            except Exception as exc:
+                raise ValueError(f"{name} failed to parse it: {_bug(exc)}") from None
+
+        @classmethod
+        def show_unparsed(klass, text: str) -> str:
+            try:
+                return str(super().show_unparsed(text))
+            except Exception:
+                return redaction.unparsed(text)
+
+        @classmethod
+        def parse_options(klass, pairs: Any) -> Any:
+            try:
+                return super().parse_options(pairs)
+            except ValueError:
+                raise
+            except Exception as exc:
+                raise ValueError(f"{name} failed to parse its options: {_bug(exc)}") from None
+
+        async def probe(self, budget: float) -> Any:
+            try:
+                return await super().probe(budget)
+            except TimeoutError:
+                raise  # the attempt's budget: the runner says so
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    raise  # out of descriptors: the runner's
+                return Outcome.down(describe_os_error(exc))
+            except Exception as exc:
+                return Outcome.fatal(f"{name} failed: {_bug(exc)}")
+
+        def probe_now(self, budget: float) -> Any:
+            try:
+                return super().probe_now(budget)
+            except Exception:
+                return None  # the runner's attempt makes the call again and says what happened
+
+    for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
+        setattr(Guarded, attribute, getattr(cls, attribute))
+    return Guarded
+
+
+def _bug(exc: BaseException) -> str:
+    """``KeyError at waitfor_x.py:12``: what and where, for the plugin's author."""
+    import os
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where} (a bug in the plugin)"
 
 
 def claim_bare(text: str) -> tuple[Kind, str, str] | None:

@@ -10,6 +10,7 @@ the runner's attempt, which makes the same calls and names what went wrong.
 from __future__ import annotations
 
 import errno
+import math
 import select
 import socket
 import time
@@ -75,7 +76,11 @@ def connect_address(address: AddrInfo, timeout: float) -> socket.socket | None:
         if sock.connect_ex(sockaddr) not in (0, errno.EINPROGRESS):
             sock.close()
             return None
-        _, writable, _ = select.select([], [sock], [], timeout)
+        # poll, not select: select() refuses a descriptor past 1023 (a busy application that
+        # calls wait_for, a shell with a high ulimit -n)
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        writable = poller.poll(max(math.ceil(timeout * 1000), 0))
         if not writable or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
             sock.close()
             return None

@@ -80,8 +80,20 @@ async def run_command(argv: Sequence[str], budget: float) -> Outcome:
     if code == 0:
         return Outcome.up(f"exit 0{said}")
     if code is not None and code < 0:
-        return Outcome.down(f"killed by {signal.Signals(-code).name}{said}")
+        return Outcome.down(f"killed by {signal_name(-code)}{said}")
     return Outcome.down(f"exit {code}{said}")
+
+
+def signal_name(number: int) -> str:
+    """``SIGTERM``; a real-time signal (no name of its own) as ``signal 40 (SIGRTMIN+6)``."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        pass
+    low, high = getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", 0)
+    if low < number < high:
+        return f"signal {number} (SIGRTMIN+{number - low})"
+    return f"signal {number}"
 
 
 class _Watch:

@@ -66,10 +66,15 @@ def parse_path(text: str) -> Path:
 
 def parse_values(text: str) -> tuple[object, ...]:
     """``3`` -> (3,); ``"a|b"`` -> ("a|b",); ``green|yellow`` -> ("green", "yellow")."""
+    if _too_deep(text):  # the parser would recurse past Python's limit
+        raise ValueError(f"json value nested deeper than {MAX_DEPTH} levels")
     try:
-        return (json.loads(text),)
+        values: tuple[object, ...] = (json.loads(text),)
     except ValueError:
-        return tuple(_value(alternative) for alternative in text.split("|"))
+        values = tuple(_value(alternative) for alternative in text.split("|"))
+    if any(_has_nan(value) for value in values):
+        raise ValueError("json value NaN never equals anything, so it can never hold")
+    return values
 
 
 def _value(text: str) -> object:
@@ -77,6 +82,16 @@ def _value(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def _has_nan(value: object) -> bool:
+    if isinstance(value, float):
+        return value != value
+    if isinstance(value, list):
+        return any(_has_nan(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_nan(item) for item in value.values())
+    return False
 
 
 def load(body: str) -> object:

@@ -1,0 +1,137 @@
+"""A signal in waitfor's first moments: importing, parsing, the synchronous first attempt, starting
+the event loop. Each must end the wait with 130/143 and one line, as PID 1 too.
+
+Only the interpreter's own start-up (before any of waitfor's code runs) precedes the handlers;
+these tests send from the moment the process has a handler for the signal (its SigCgt mask) and
+at many moments after, through every phase of a start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.pidns import as_pid1, pid1_of
+from tests.servers import free_port
+
+#: ms after the handlers appear: importing click, parsing, the first attempt, the event loop
+DELAYS_MS = range(0, 151, 10)
+REPEATS = 2
+
+
+def catches(pid: int, sig: signal.Signals) -> bool:
+    """Whether ``pid`` has a handler for ``sig`` (bit sig-1 of SigCgt in /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (sig - 1) & 1)
+
+
+def wait_for_handler(pid: int, sig: signal.Signals) -> None:
+    give_up = time.monotonic() + 20
+    while not catches(pid, sig):
+        assert time.monotonic() < give_up, "no handler appeared"
+        time.sleep(0.0005)
+
+
+@contextmanager
+def silent_peer() -> Iterator[int]:
+    """Accepts and says nothing: a redis first attempt waits its whole quick budget on it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.listen(64)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+def targets(silent: int) -> list[str]:
+    # a ready target, one whose synchronous attempt hangs, one refused: every phase of a start
+    return ["tcp://127.0.0.1:5432", f"redis://127.0.0.1:{silent}", f"tcp://127.0.0.1:{free_port()}"]
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_at_any_early_moment_ends_the_wait_in_one_line(
+    sig: signal.Signals, code: int
+) -> None:
+    outcomes = []
+    with silent_peer() as silent:
+        for delay in DELAYS_MS:
+            for _ in range(REPEATS):
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "waitfor", "-t", "30", *targets(silent)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                try:
+                    # SIGTERM's: Python itself catches SIGINT from its own start-up on
+                    wait_for_handler(proc.pid, signal.SIGTERM)
+                    time.sleep(delay / 1000)
+                    proc.send_signal(sig)
+                    _, stderr = proc.communicate(timeout=30)
+                finally:
+                    proc.kill()
+                    proc.wait()
+                outcomes.append((delay, proc.returncode, stderr))
+    wrong = [(d, rc, err) for d, rc, err in outcomes if rc != code]
+    assert not wrong, wrong
+    for delay, _, stderr in outcomes:
+        assert stderr.endswith(f"waitfor: error: interrupted by {sig.name}\n"), (delay, stderr)
+        assert "Traceback" not in stderr, (delay, stderr)
+        assert "Warning" not in stderr, (delay, stderr)
+
+
+def test_the_handlers_are_in_place_before_click_is_imported(tmp_path: Path) -> None:
+    """The command's first code installs them: importing click and the library takes tens of
+    milliseconds in which a signal found Python's defaults (or, as PID 1, nothing)."""
+    seen = tmp_path / "seen"
+    script = (
+        "import signal, sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'click':\n"
+        "            handler = signal.getsignal(signal.SIGTERM)\n"
+        f"            open({str(seen)!r}, 'w').write(getattr(handler, '__module__', 'default'))\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "sys.argv = ['waitfor', 'tcp://127.0.0.1:5432']\n"
+        "import runpy\n"
+        "runpy.run_module('waitfor', run_name='__main__')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
+    assert seen.read_text().startswith("waitfor.")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a PID namespace needs root and unshare (util-linux)",
+)
+@pytest.mark.parametrize("delay_ms", [0, 20, 40, 60, 80, 100, 150])
+def test_an_early_sigterm_to_pid1_is_not_lost(delay_ms: int) -> None:
+    silent = socket.create_server(("127.0.0.1", 0))
+    with silent, as_pid1("-m", "waitfor", "-t", "30", *targets(silent.getsockname()[1])) as root:
+        pid = pid1_of(root)
+        wait_for_handler(pid, signal.SIGTERM)
+        time.sleep(delay_ms / 1000)
+        os.kill(pid, signal.SIGTERM)
+        assert root.wait(timeout=10) == 143
+        assert root.stderr is not None
+        stderr = root.stderr.read()
+    assert stderr.endswith("waitfor: error: interrupted by SIGTERM\n"), stderr
+    assert "Traceback" not in stderr

@@ -1,0 +1,69 @@
+"""The ``waitfor`` command's first code: SIGINT/SIGTERM handlers before anything slow is imported.
+
+Importing the command line (click, the library) takes tens of milliseconds. A signal in that
+time would find Python's defaults: a KeyboardInterrupt traceback, death by SIGTERM (-15), or, as
+PID 1 in a container, nothing at all (the kernel drops a signal PID 1 has no handler for, and the
+wait then runs to its deadline). So this module imports only the standard library's ``signal``
+and installs waitfor's handlers first; only the interpreter's own start-up precedes them.
+
+The handlers raise :class:`Signalled`, a BaseException: no ``except Exception`` on the way (a
+plugin's import, a library's retry loop) can swallow it. The command turns it into exit 130/143.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from types import FrameType
+from typing import NoReturn
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+#: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
+INHERITED_IGNORED: list[signal.Signals] = []
+_installed: list[bool] = []
+
+
+class Signalled(BaseException):
+    """SIGINT or SIGTERM arrived while the command ran synchronous code."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    def describe(self) -> str:
+        return f"interrupted by {signal.Signals(self.signum).name}"
+
+
+def install() -> None:
+    """waitfor's handlers for SIGINT and SIGTERM; once per process (later calls keep them)."""
+    if _installed:
+        return
+    INHERITED_IGNORED[:] = [s for s in INTERRUPTS if signal.getsignal(s) is signal.SIG_IGN]
+    for signum in INTERRUPTS:
+        signal.signal(signum, interrupt)
+    _installed.append(True)
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    ignore_interrupts()
+    raise Signalled(signum)
+
+
+def exiting(signum: int, frame: FrameType | None) -> None:
+    """Interrupted already and on the way out: a second Ctrl-C changes nothing."""
+
+
+def ignore_interrupts() -> None:
+    for signum in INTERRUPTS:
+        signal.signal(signum, exiting)
+
+
+def run() -> NoReturn:
+    """The ``waitfor`` command (console script, ``python -m waitfor``)."""
+    install()
+    try:
+        from waitfor import cli
+    except Signalled as exc:  # while importing: nothing else has started
+        os.write(2, f"waitfor: error: {exc.describe()}\n".encode())
+        os._exit(128 + exc.signum)
+    cli.run()
