@@ -51,9 +51,7 @@ def test_timeout_exception_carries_reasons() -> None:
     assert f"tcp://127.0.0.1:{port}: 127.0.0.1:{port} connection refused" in str(error)
 
 
-@pytest.mark.parametrize("timeout", [0, 0.0, "0", "0s", None])
-def test_zero_timeout_waits_forever_as_in_the_cli(timeout: float | str | None) -> None:
-    """The CLI's --timeout 0 and the library's timeout=0 mean the same: no deadline."""
+def test_no_timeout_waits_forever() -> None:
     port = free_port()
     begun: list[float | None] = []
 
@@ -61,14 +59,82 @@ def test_zero_timeout_waits_forever_as_in_the_cli(timeout: float | str | None) -
         def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
             begun.append(timeout)
 
-    # Nothing listens for the first attempts: a zero deadline would end the wait at once.
+    # Nothing listens for the first attempts: a deadline of 0 would end the wait at once.
     with tcp_listener(port, delay=0.3):
         results = wait_for(
-            f"tcp://127.0.0.1:{port}", timeout=timeout, reporter=Recorder(io.StringIO())
+            f"tcp://127.0.0.1:{port}", timeout=None, reporter=Recorder(io.StringIO())
         )
         assert results[0].ready
         assert results[0].attempts > 1
     assert begun == [None]
+
+
+@pytest.mark.parametrize("timeout", [0, 0.0, "0", "0s"])
+def test_zero_timeout_is_one_attempt_per_target(timeout: float | str) -> None:
+    """timeout=0 asks "is it ready now?": one attempt each, then the answer, never a wait."""
+    up, down = free_port(), free_port()
+    with tcp_listener(up):
+        [result] = wait_for(f"tcp://127.0.0.1:{up}", timeout=timeout)
+        assert result.ready
+        assert result.attempts == 1
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(f"tcp://127.0.0.1:{up}", f"tcp://127.0.0.1:{down}", timeout=timeout)
+    ready, refused = info.value.results
+    assert ready.ready
+    assert (refused.ready, refused.attempts) == (False, 1)
+    assert refused.reason == f"127.0.0.1:{down} connection refused"
+    assert str(info.value).startswith("not ready at the first attempt: ")
+
+
+def test_library_errors_are_what_python_code_expects() -> None:
+    """A timeout is a TimeoutError; a check that cannot succeed is not bad input."""
+    from waitfor import CheckFailed
+
+    assert issubclass(WaitTimeout, TimeoutError)
+    assert not issubclass(CheckFailed, UsageError)
+    assert CheckFailed.exit_code == 2
+    with pytest.raises(TimeoutError):
+        wait_for(f"tcp://127.0.0.1:{free_port()}", timeout=0.2)
+
+
+def test_defaults_refuse_an_option_no_kind_takes() -> None:
+    with pytest.raises(UsageError, match="no kind takes an option 'insecur'"):
+        wait_for("tcp://127.0.0.1:1", defaults={"insecur": True})
+    # one that some kind takes is fine even when these targets do not use it (as the CLI's)
+    port = free_port()
+    with tcp_listener(port):
+        assert wait_for(f"tcp://127.0.0.1:{port}", defaults={"cacert": "/none"})[0].ready
+
+
+def test_events_go_to_the_waitfor_logger(caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    caplog.set_level("DEBUG", logger="waitfor")
+    with tcp_listener(port, delay=0.3):
+        wait_for(f"tcp://127.0.0.1:{port}", timeout=10)
+    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "waitfor"]
+    target = f"tcp://127.0.0.1:{port}"
+    assert ("INFO", f"{target} not ready: 127.0.0.1:{port} connection refused") in records
+    assert records[-1][0] == "INFO"
+    assert records[-1][1].startswith(f"{target} ready: connected to 127.0.0.1:{port}")
+    assert ("DEBUG", f"{target} attempt") in records
+    caplog.clear()
+    with pytest.raises(WaitTimeout):
+        wait_for(f"tcp://127.0.0.1:{free_port()}", timeout=0.2)
+    assert [r.levelname for r in caplog.records if "timed out" in r.getMessage()] == ["WARNING"]
+
+
+def test_the_library_is_silent_without_logging_configured() -> None:
+    """No "lastResort" lines on stderr: an app that did not configure logging sees nothing."""
+    code = (
+        "import logging, waitfor\n"
+        "try:\n"
+        "    waitfor.wait_for('tcp://127.0.0.1:1', timeout=0.2)\n"
+        "except waitfor.WaitTimeout:\n"
+        "    print('timed out')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout == "timed out\n"
+    assert result.stderr == ""
 
 
 def test_secrets_stay_out_of_exception_text() -> None:

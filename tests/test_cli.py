@@ -53,7 +53,8 @@ class Passed:
         self.targets, self.kwargs = targets, kwargs
         return self
 
-    def ready_now(self) -> list[object]:
+    def run_sync(self, guard: object = None) -> list[object]:
+        self.guard = guard
         return []
 
 

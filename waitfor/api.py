@@ -1,7 +1,10 @@
 """The library entry points: keyword-only, taking targets and durations as users write them.
 
-asyncio and the runner are imported when a wait starts, not with this module: importing waitfor
-should cost what the CLI's start-up costs.
+One path for every caller: :class:`Wait` validates, :meth:`Wait.run_sync` makes the quick first
+attempt and, if that does not settle it, runs the event loop; :func:`wait_for`, the CLI and the
+testcontainers strategy all go through it (the last two with a ``guard`` of their own: signals,
+a container that exits). asyncio and the runner are imported when a wait needs them, not with
+this module: importing waitfor should cost what the CLI's start-up costs.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from waitfor.backoff import MIN_DELAY, Backoff
@@ -28,9 +32,10 @@ DEFAULT_ATTEMPT_TIMEOUT = 5.0
 class Wait:
     """One wait, validated and ready to run: the first attempt without the event loop, then all.
 
-    :func:`wait_for` and the CLI call :meth:`ready_now` first: when every target is ready at
-    once (the common case for an init container) the wait ends there, without importing
-    asyncio. Otherwise :meth:`run` waits as usual, against the same deadline and clock.
+    :meth:`run_sync` calls :meth:`ready_now` first: when every target is ready at once (the
+    common case for an init container) the wait ends there, without importing asyncio.
+    Otherwise :meth:`run` waits as usual, against the same deadline and clock. The parameters
+    are those of :func:`wait_for`; ``log`` also sends the events to the ``waitfor`` logger.
     """
 
     def __init__(
@@ -43,9 +48,11 @@ class Wait:
         on_event: EventHandler | None = None,
         reporter: Reporter | None = None,
         defaults: Mapping[str, str | bool] | None = None,
+        log: bool = False,
     ) -> None:
         self.targets = _targets(targets, _defaults(defaults))
-        self.timeout = _deadline(timeout)
+        self.once = timeout is not None and _seconds(timeout, "timeout", zero=True) == 0
+        self.timeout = None if self.once else _deadline(timeout)
         self.attempt_timeout = _seconds(attempt_timeout, "attempt_timeout")
         if not isinstance(invert, bool):
             raise UsageError(f"invert must be True or False, not {type(invert).__name__}")
@@ -55,6 +62,7 @@ class Wait:
             raise UsageError(f"on_event must be callable, not {type(on_event).__name__}")
         self.on_event = on_event
         self.reporter = reporter
+        self.log = _logger() if log else None
         self.started: float | None = None
         self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
@@ -97,6 +105,7 @@ class Wait:
                 on_event=self._emit,
                 spent=self.spent,
                 first_began=self.quick,
+                once=self.once,
             )
         except WaitTimeout as exc:
             if self.reporter is not None:
@@ -105,6 +114,33 @@ class Wait:
         if self.reporter is not None:
             self.reporter.finish(results)
         return results
+
+    def run_sync(
+        self, guard: Callable[[], AbstractAsyncContextManager[object]] | None = None
+    ) -> list[TargetResult]:
+        """The whole wait, blocking: :meth:`ready_now`, else :meth:`run` in a new event loop.
+
+        ``guard``: an async context manager entered on the loop around the wait (the CLI's
+        signal handlers, the testcontainers strategy's container watcher); the wait's coroutine
+        is made only once it is entered, so nothing is left "never awaited" if it fails.
+        """
+        results = self.ready_now()
+        if results is not None:
+            return results
+        import asyncio
+
+        async def main() -> list[TargetResult]:
+            if guard is None:
+                return await self.run()
+            async with guard():
+                return await self.run()
+
+        running = main()
+        try:
+            return asyncio.run(running)
+        except BaseException:  # no descriptor for the loop, a signal: not "never awaited"
+            running.close()
+            raise
 
     def _begin(self) -> float:
         if self.started is None:
@@ -117,6 +153,8 @@ class Wait:
         for handler in (self.reporter, self.on_event):
             if handler is not None:
                 handler(event)
+        if self.log is not None:
+            self.log(event)
 
 
 async def wait_for_async(
@@ -129,12 +167,30 @@ async def wait_for_async(
     reporter: Reporter | None = None,
     defaults: Mapping[str, str | bool] | None = None,
 ) -> list[TargetResult]:
-    """Wait until every target is ready (``invert``: down); return each target's result.
+    """Wait until every target is ready (``invert``: down), on the running event loop.
 
-    ``timeout=None`` or ``0`` waits forever (as ``--timeout 0`` does). Raises
-    :class:`~waitfor.errors.WaitTimeout` (with every target's last reason) when the deadline
-    passes, :class:`~waitfor.errors.UsageError` for bad input, :class:`~waitfor.errors.CheckFailed`
-    when a check cannot succeed by retrying.
+    Parameters:
+        targets: target strings (``"postgresql://db:5432/app"``, ``"https://api/healthz#status=204"``)
+            or :class:`~waitfor.Target` values from :func:`~waitfor.parse_target`.
+        timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
+            waits forever; ``0`` makes one attempt per target and returns or raises at once
+            (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
+        attempt_timeout: the most one attempt may take (seconds or a duration).
+        invert: wait until every target is *down* instead.
+        backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
+        on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
+        reporter: a :class:`waitfor.report.Reporter` writing progress lines, as the CLI does.
+        defaults: option values applied to every target whose kind takes them and that does
+            not set them itself, as the CLI's ``--insecure``/``--cacert`` do
+            (``{"insecure": True}``); a name no kind takes is refused.
+
+    Every event also goes to the ``logging`` logger ``waitfor`` (INFO; a timeout is a
+    WARNING), which is silent unless the application configures logging.
+
+    Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
+    :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
+    the deadline passes, :class:`~waitfor.UsageError` for bad input, and
+    :class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
     """
     wait = Wait(
         *targets,
@@ -145,6 +201,7 @@ async def wait_for_async(
         on_event=on_event,
         reporter=reporter,
         defaults=defaults,
+        log=True,
     )
     return await wait.run()
 
@@ -159,7 +216,31 @@ def wait_for(
     reporter: Reporter | None = None,
     defaults: Mapping[str, str | bool] | None = None,
 ) -> list[TargetResult]:
-    """Blocking form of :func:`wait_for_async`; not for use inside a running event loop."""
+    """Wait until every target is ready (``invert``: down); blocks, so not inside an event loop.
+
+    Parameters:
+        targets: target strings (``"postgresql://db:5432/app"``, ``"https://api/healthz#status=204"``)
+            or :class:`~waitfor.Target` values from :func:`~waitfor.parse_target`.
+        timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
+            waits forever; ``0`` makes one attempt per target and returns or raises at once
+            (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
+        attempt_timeout: the most one attempt may take (seconds or a duration).
+        invert: wait until every target is *down* instead.
+        backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
+        on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
+        reporter: a :class:`waitfor.report.Reporter` writing progress lines, as the CLI does.
+        defaults: option values applied to every target whose kind takes them and that does
+            not set them itself, as the CLI's ``--insecure``/``--cacert`` do
+            (``{"insecure": True}``); a name no kind takes is refused.
+
+    Every event also goes to the ``logging`` logger ``waitfor`` (INFO; a timeout is a
+    WARNING), which is silent unless the application configures logging.
+
+    Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
+    :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
+    the deadline passes, :class:`~waitfor.UsageError` for bad input, and
+    :class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
+    """
     if _in_event_loop():
         raise UsageError(
             "wait_for() blocks and cannot run inside a running event loop; "
@@ -174,13 +255,9 @@ def wait_for(
         on_event=on_event,
         reporter=reporter,
         defaults=defaults,
+        log=True,
     )
-    results = wait.ready_now()
-    if results is not None:
-        return results
-    import asyncio
-
-    return asyncio.run(wait.run())
+    return wait.run_sync()
 
 
 def _in_event_loop() -> bool:
@@ -205,7 +282,45 @@ def _targets(targets: Sequence[str | Target], defaults: Mapping[str, str] | None
             parsed.append(parse_target(target, defaults))
         else:
             raise UsageError(f"a target must be a string or Target, not {type(target).__name__}")
+    for key in defaults or {}:
+        if not _takes_option(key, parsed):
+            raise UsageError(f"defaults: no kind takes an option {key!r}")
     return parsed
+
+
+def _takes_option(key: str, targets: Sequence[Target]) -> bool:
+    """Whether a kind of these targets, or any built-in kind, takes option ``key``."""
+    from waitfor import kinds
+
+    if any(key in kinds.check_class(target.scheme).OPTION_NAMES for target in targets):
+        return True
+    return any(key in kinds.load(kind).OPTION_NAMES for kind in kinds.BUILTIN)
+
+
+def _logger() -> EventHandler | None:
+    """Events to the ``waitfor`` logger, when the application has logging (else nothing to do).
+
+    An application that configures logging has imported it; one that has not cannot see the
+    records, so the cost of importing logging is not paid for them. A NullHandler keeps the
+    logger quiet (no "lastResort" lines on stderr) until the application adds handlers.
+    """
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return None
+    logger = logging.getLogger("waitfor")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+
+    def log(event: Event) -> None:
+        kind = event.type.name
+        level = {"ATTEMPT": logging.DEBUG, "TIMED_OUT": logging.WARNING}.get(kind, logging.INFO)
+        level = logging.ERROR if kind == "FAILED" else level
+        if logger.isEnabledFor(level):
+            words = kind.lower().replace("_", " ")
+            detail = f": {event.reason}" if event.reason else ""
+            logger.log(level, "%s %s%s", event.target, words, detail)
+
+    return log
 
 
 def _defaults(defaults: Mapping[str, str | bool] | None) -> dict[str, str] | None:

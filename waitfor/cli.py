@@ -6,11 +6,12 @@ targets are ready; it replaces waitfor's process, so it gets signals and exit co
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, NoReturn
 
 import click
@@ -283,56 +284,44 @@ def cli(
         reporter=reporter,
         defaults=defaults,
     )
-    if wait.ready_now() is None:  # all ready at once: no event loop, no asyncio import
-        run_until_signal(wait.run)
+    wait.run_sync(guard=signals_cancel)  # all ready at once: no event loop, no asyncio import
     if command:
         exec_command(command)
 
 
-def run_until_signal(start: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """Run ``start()``; SIGINT/SIGTERM cancel it (pending attempts included), raise Interrupted.
-
-    The coroutine is made only once the loop's handlers are in place: a signal before that
-    (importing asyncio, making the loop) is :class:`Signalled` and leaves no coroutine behind
-    that was never awaited.
-    """
+@contextlib.asynccontextmanager
+async def signals_cancel() -> AsyncIterator[None]:
+    """On the event loop: SIGINT/SIGTERM cancel the wait (pending attempts included) and end it
+    as :class:`Interrupted`; waitfor's own handlers are back afterwards."""
     import asyncio  # only a wait that was not over at its first attempt needs the event loop
 
-    async def main() -> Any:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        received: list[int] = []
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    received: list[int] = []
 
-        def on_signal(signum: int) -> None:
-            received.append(signum)
-            task.cancel()
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
 
-        for signum in INTERRUPTS:
-            loop.add_signal_handler(signum, on_signal, signum)
-        try:
-            return await start()
-        except asyncio.CancelledError:
-            if received:
-                raise Interrupted(received[0]) from None
-            raise
-        finally:
-            # The loop's removal restores the *default* handlers, which a PID 1 never gets:
-            # put waitfor's own back, with the signals held meanwhile so none is lost.
-            signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
-            try:
-                for signum in INTERRUPTS:
-                    loop.remove_signal_handler(signum)
-                    signal.signal(signum, exiting if received else interrupt)
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)
-
-    running = main()
+    for signum in INTERRUPTS:
+        loop.add_signal_handler(signum, on_signal, signum)
     try:
-        return asyncio.run(running)
-    except BaseException:  # e.g. no descriptor for the loop, a signal: not "never awaited"
-        running.close()
+        yield
+    except asyncio.CancelledError:
+        if received:
+            raise Interrupted(received[0]) from None
         raise
+    finally:
+        # The loop's removal restores the *default* handlers, which a PID 1 never gets:
+        # put waitfor's own back, with the signals held meanwhile so none is lost.
+        signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+        try:
+            for signum in INTERRUPTS:
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, exiting if received else interrupt)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)
 
 
 def exec_command(command: Sequence[str]) -> NoReturn:

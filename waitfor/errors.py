@@ -2,9 +2,11 @@
 
     WaitforError                 base class; never raised itself
     ├── UsageError           2   bad input: a target, an option, a duration, a misuse of the API
-    │   ├── TargetError      2   a target string that cannot be parsed (names the target)
-    │   └── CheckFailed      2   a check hit a permanent problem (e.g. libpq "no attempt")
-    ├── WaitTimeout        124   the deadline passed before every target was ready
+    │   └── TargetError      2   a target string that cannot be parsed (names the target)
+    ├── CheckFailed          2   a check hit a problem retrying cannot fix (libpq "no attempt",
+    │                            credentials the server demands but none were given)
+    ├── WaitTimeout        124   the deadline passed before every target was ready; also a
+    │                            TimeoutError, as Python code expects of a timeout
     └── Interrupted    130/143   SIGINT / SIGTERM arrived while waiting
 
 Anything else that escapes is a bug and is meant to surface as one.
@@ -37,8 +39,13 @@ class TargetError(UsageError):
         self.problem = problem
 
 
-class CheckFailed(UsageError):
-    """A check found a problem that retrying cannot fix; the message names the target."""
+class CheckFailed(WaitforError):
+    """A check found a problem that retrying cannot fix; the message names the target.
+
+    Not a :class:`UsageError`: the input was valid, the target's configuration is not.
+    """
+
+    exit_code = 2
 
     def __init__(self, target: str, reason: str) -> None:
         super().__init__(f"{target}: {reason}")
@@ -46,7 +53,7 @@ class CheckFailed(UsageError):
         self.reason = reason
 
 
-class WaitTimeout(WaitforError):
+class WaitTimeout(WaitforError, TimeoutError):
     """The deadline passed; `results` holds every target's state and last reason."""
 
     exit_code = 124
@@ -56,7 +63,10 @@ class WaitTimeout(WaitforError):
         self.results = tuple(results)
         pending = [r for r in self.results if not r.ready]
         detail = "; ".join(f"{r.target}: {r.reason}" for r in pending)
-        super().__init__(f"timed out after {timeout:g}s waiting for {detail}")
+        if timeout:
+            super().__init__(f"timed out after {timeout:g}s waiting for {detail}")
+        else:  # the library's timeout=0: one attempt each
+            super().__init__(f"not ready at the first attempt: {detail}")
 
 
 class Interrupted(WaitforError):

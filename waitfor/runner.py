@@ -51,8 +51,12 @@ async def run(
     rng: random.Random | None = None,
     spent: float = 0.0,
     first_began: Sequence[float] = (),
+    once: bool = False,
 ) -> list[TargetResult]:
     """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
+
+    ``once``: one attempt per target (each bounded by ``attempt_timeout``), then the results,
+    or WaitTimeout if any was not ready: "is it ready now?".
 
     ``spent`` is how long this wait already took before the loop ran (a synchronous first
     attempt, :mod:`waitfor.quickstart`): it counts against the deadline and in elapsed times.
@@ -113,6 +117,8 @@ async def run(
                 return
             state.reason = f"still up ({reason})" if invert else reason
             emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
+            if once:
+                return
             await asyncio.sleep(
                 backoff.sleep_before_next(state.attempts, rng.random(), remaining())
             )
@@ -128,6 +134,8 @@ async def run(
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
             task.result()  # re-raises a CheckFailed
+        if once and any(state.ready_at is None for state in states):
+            raise TimeoutError
     except TimeoutError:
         now = elapsed()
         for state in states:

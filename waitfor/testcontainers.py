@@ -16,16 +16,18 @@ being awaited fails at once, with the end of its log. Install with ``waitfor[tes
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
-from waitfor.api import DEFAULT_ATTEMPT_TIMEOUT, wait_for_async
+from waitfor.api import DEFAULT_ATTEMPT_TIMEOUT, Wait
 from waitfor.backoff import Backoff
 from waitfor.errors import WaitTimeout
 
@@ -86,12 +88,14 @@ class WaitforStrategy(WaitStrategy):
         return [_PLACEHOLDER.sub(fill, target) for target in self.targets]
 
     def wait_until_ready(self, container: WaitStrategyTarget) -> None:
-        import asyncio
-
         targets = self.resolve(container)
         exited: list[str] = []
 
-        async def wait() -> None:
+        @contextlib.asynccontextmanager
+        async def watched() -> AsyncIterator[None]:
+            """The container watched while waiting: if it exits, the wait ends with its log."""
+            import asyncio
+
             task = asyncio.current_task()
             assert task is not None
             loop = asyncio.get_running_loop()
@@ -108,23 +112,24 @@ class WaitforStrategy(WaitStrategy):
             )
             watcher.start()
             try:
-                await wait_for_async(
-                    *targets,
-                    timeout=self.startup_timeout,
-                    attempt_timeout=min(self.attempt_timeout, self.startup_timeout),
-                    backoff=self.backoff,
-                )
+                yield
+            except asyncio.CancelledError:
+                if exited:
+                    raise ContainerExited(exited[0]) from None
+                raise
             finally:
                 stop.set()
 
+        wait = Wait(
+            *targets,
+            timeout=self.startup_timeout or None,
+            attempt_timeout=min(self.attempt_timeout, self.startup_timeout or math.inf),
+            backoff=self.backoff,
+        )
         try:
-            asyncio.run(wait())
+            wait.run_sync(guard=watched)
         except WaitTimeout as exc:
             raise TimeoutError(f"container not ready: {exc}") from None
-        except asyncio.CancelledError:
-            if exited:
-                raise ContainerExited(exited[0]) from None
-            raise
 
 
 def _watch(
