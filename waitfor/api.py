@@ -184,8 +184,9 @@ async def wait_for_async(
             not set them itself, as the CLI's ``--insecure``/``--cacert`` do
             (``{"insecure": True}``); a name no kind takes is refused.
 
-    Every event also goes to the ``logging`` logger ``waitfor`` (INFO; a timeout is a
-    WARNING), which is silent unless the application configures logging.
+    Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
+    INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
+    configures logging.
 
     Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
     :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
@@ -233,8 +234,9 @@ def wait_for(
             not set them itself, as the CLI's ``--insecure``/``--cacert`` do
             (``{"insecure": True}``); a name no kind takes is refused.
 
-    Every event also goes to the ``logging`` logger ``waitfor`` (INFO; a timeout is a
-    WARNING), which is silent unless the application configures logging.
+    Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
+    INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
+    configures logging.
 
     Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
     :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
@@ -311,10 +313,15 @@ def _logger() -> EventHandler | None:
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
 
+    said: dict[Target, str] = {}  # the last not-ready reason logged at INFO, per target
+
     def log(event: Event) -> None:
         kind = event.type.name
         level = {"ATTEMPT": logging.DEBUG, "TIMED_OUT": logging.WARNING}.get(kind, logging.INFO)
         level = logging.ERROR if kind == "FAILED" else level
+        if kind == "NOT_READY":  # the same reason again is news only at DEBUG
+            level = logging.DEBUG if said.get(event.target) == event.reason else level
+            said[event.target] = event.reason
         if logger.isEnabledFor(level):
             words = kind.lower().replace("_", " ")
             detail = f": {event.reason}" if event.reason else ""
