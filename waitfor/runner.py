@@ -110,6 +110,8 @@ async def run(
             )
 
     checks = [check_class(target.scheme)(target) for target in targets]
+    for check in checks:
+        check.inverted = invert
     tasks = [asyncio.create_task(await_target(s, c)) for s, c in zip(states, checks, strict=True)]
     try:
         async with asyncio.timeout_at(deadline):
