@@ -52,7 +52,7 @@ GROUP_HINTS = {
 }
 _VERSION = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?")
 _USER = re.compile(r'User "([^"\x00-\x1f]{1,200})"')
-MAX_OFFERED = 800  # characters of the "server offers" list in a reason
+MAX_OFFERED = 500  # characters of the "server offers" list in a reason
 
 
 class Resource(Value):
@@ -195,7 +195,7 @@ class Api:
                 found = _match(name, await self._resources(group_name, group_version))
                 if found is not None:
                     return found
-            raise LookupError(f"unknown type {text!r}; {await self._offered()}")
+            raise LookupError(f"unknown type {text!r}; {await self._offered(name)}")
         core = await self._resources("", "v1")
         found = _match(name, core)
         if found is not None:
@@ -210,7 +210,7 @@ class Api:
             found = _match(name, resources)
             if found is not None:
                 return found
-        raise LookupError(f"unknown type {text!r}; {await self._offered()}")
+        raise LookupError(f"unknown type {text!r}; {await self._offered(name)}")
 
     async def serves(self, group: str, version: str) -> bool:
         groups = await self._groups()
@@ -266,19 +266,26 @@ class Api:
 
         return list(await asyncio.gather(*(one(g, v) for g, v in groups.items())))
 
-    async def _offered(self) -> str:
-        names = []
-        for resources in [
-            await self._resources("", "v1"),
-            *await self._all_groups(await self._groups()),
-        ]:
+    async def _offered(self, name: str) -> str:
+        """ "did you mean jobs.batch?" and what the server offers, within MAX_OFFERED."""
+        import difflib
+
+        core = await self._resources("", "v1")
+        names: dict[str, Resource] = {}
+        for resources in [core, *await self._all_groups(await self._groups())]:
             for resource in resources:
-                short = f" ({', '.join(resource.short_names)})" if resource.short_names else ""
-                names.append(f"{resource.qualified}{short}")
-        text = ", ".join(sorted(set(names)))
+                for alias in (resource.plural, resource.kind.lower(), *resource.short_names):
+                    names.setdefault(alias, resource)
+        close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+        hint = ", ".join(dict.fromkeys(names[alias].qualified for alias in close))
+        listed = []
+        for resource in dict.fromkeys(names.values()):
+            short = f" ({', '.join(resource.short_names)})" if resource.short_names else ""
+            listed.append(f"{resource.qualified}{short}")
+        text = ", ".join(sorted(listed))
         if len(text) > MAX_OFFERED:
             text = text[: MAX_OFFERED - 1].rsplit(", ", 1)[0] + ", …"
-        return f"the server offers: {text}"
+        return (f"did you mean {hint}? " if hint else "") + f"the server offers: {text}"
 
 
 def _match(name: str, resources: Sequence[Resource]) -> Resource | None:
