@@ -212,9 +212,11 @@ def test_service_waits_for_ready_endpoints(
     for index in range(2):
         control_plane.api.create(
             f"/api/v1/namespaces/{namespace}/pods",
-            {"metadata": {"name": f"db-{index}", **template({"app": "db"})["metadata"]},
-             "spec": template({})["spec"]},
-        )  # fmt: skip
+            {
+                "metadata": {"name": f"db-{index}", **template({"app": "db"})["metadata"]},
+                "spec": template({})["spec"],
+            },
+        )
     control_plane.make_pods_ready(namespace, "app=db", count=2)
     code, out = waiter.result()
     assert code == 0, out
