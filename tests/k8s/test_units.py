@@ -208,7 +208,7 @@ def test_condition_as_kubectl_wait() -> None:
 
 def test_endpoint_slices_v1_shape_and_core_endpoints() -> None:
     # discovery.k8s.io/v1 (1.21+): conditions.ready, serving, terminating; ready unset = ready
-    slices = [
+    slices: list[Json] = [
         {
             "endpoints": [
                 {"addresses": ["10.0.0.1"], "conditions": {"ready": True, "serving": True}},
@@ -303,7 +303,10 @@ def test_token_file_wins_over_token_and_is_reread(tmp_path: Path) -> None:
 def test_client_certificate_data_and_ca_data(tmp_path: Path) -> None:
     ca = trustme.CA()
     client = ca.issue_cert("admin")
-    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
     found = credentials(
         tmp_path,
         {
