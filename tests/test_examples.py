@@ -18,7 +18,9 @@ EXAMPLES = sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.yaml
 
 
 def waitfor_containers(document: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = document["spec"]
+    spec = document.get("spec")
+    if not isinstance(spec, dict) or not ("template" in spec or "containers" in spec):
+        return []  # a ServiceAccount, Role, RoleBinding, Service
     pod = spec["template"]["spec"] if "template" in spec else spec
     containers = pod.get("initContainers", []) + pod.get("containers", [])
     return [c for c in containers if c["image"].startswith("waitfor")]
