@@ -31,6 +31,10 @@ import sysconfig
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
+# C accelerators of dependencies that waitfor never calls, whose package works without them:
+# PyYAML's libyaml binding (2.7 MB) serves yaml.CSafeLoader; kubeconfigs are read with
+# yaml.safe_load, the pure-Python loader.
+UNUSED_ACCELERATORS = ("yaml/_yaml.*.so",)
 STDLIB = Path(sysconfig.get_path("stdlib"))
 DYNLOAD = Path(sysconfig.get_config_var("DESTSHARED") or STDLIB / "lib-dynload")
 # Looked up by name at run time (codecs by their encoding's name, e.g. "idna" for host names),
@@ -116,6 +120,9 @@ def install_venv(venv: Path, site: Path, root: Path) -> None:
     for pattern in ("*.py", "*.pyi", "*.dist-info/RECORD"):
         for source in packages.rglob(pattern):
             source.unlink()
+    for pattern in UNUSED_ACCELERATORS:
+        for accelerator in packages.glob(pattern):
+            accelerator.unlink()
 
 
 def console_scripts(site: Path) -> set[str]:

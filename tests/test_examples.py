@@ -20,7 +20,9 @@ EXAMPLES = sorted(set(EXAMPLES_DIR.glob("*.yaml")) - {COMPOSE})  # the Kubernete
 
 
 def waitfor_containers(document: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = document["spec"]
+    spec = document.get("spec")
+    if not isinstance(spec, dict) or not ("template" in spec or "containers" in spec):
+        return []  # a ServiceAccount, Role, RoleBinding, Service
     pod = spec["template"]["spec"] if "template" in spec else spec
     containers = pod.get("initContainers", []) + pod.get("containers", [])
     return [c for c in containers if c["image"].startswith("waitfor")]

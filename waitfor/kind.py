@@ -176,6 +176,9 @@ class Check(ABC):
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset()
     #: (form, what ready means) rows for ``waitfor --help``
     USAGE: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: set by the runner when the wait is for "down" (``--invert``), for a kind whose "down" is
+    #: not just "not ready" (a Kubernetes object: deleted, whatever its status)
+    inverted: bool = False
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:

@@ -124,6 +124,8 @@ async def run(
             )
 
     checks = [check_class(target.scheme)(target) for target in targets]
+    for check in checks:
+        check.inverted = invert
     quick = [*first_began, *[None] * (len(states) - len(first_began))]
     tasks = [
         asyncio.create_task(await_target(s, c, q))

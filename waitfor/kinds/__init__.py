@@ -56,6 +56,7 @@ BUILTIN: tuple[Kind, ...] = (
     Kind("unix", ("unix",), "waitfor.kinds.unix:UnixCheck"),
     Kind("file", ("file",), "waitfor.kinds.file:FileCheck"),
     Kind("exec", ("exec",), "waitfor.kinds.exec:ExecCheck"),
+    Kind("k8s", ("k8s",), "waitfor.kinds.k8s:K8sCheck"),
 )
 
 #: scheme -> kind, for every built-in scheme
