@@ -41,6 +41,9 @@ class CheckFailed(UsageError):
     """A check found a problem that retrying cannot fix; the message names the target."""
 
     def __init__(self, target: str, reason: str) -> None:
+        from waitfor.sanitize import shown  # the runner's reasons are clean; a plugin's may not be
+
+        reason = shown(reason)
         super().__init__(f"{target}: {reason}")
         self.target = target
         self.reason = reason
