@@ -88,3 +88,8 @@ def test_one_printable_line_and_idempotent(text: str, secrets: frozenset[str]) -
     assert len(result) <= MAX_LENGTH
     assert shown(result, secrets) == result
     assert shown(result) == result
+
+
+def test_the_token_of_an_authorization_header_alone() -> None:
+    assert shown("invalid token abc.def", {"Bearer abc.def"}) == "invalid token ***"
+    assert shown("a b c", {"a b"}) == "*** c"  # a password with a space: not every "b"

@@ -88,6 +88,11 @@ def _forms(secret: str) -> set[str]:
     decoded = unquote(secret)
     forms = {secret, decoded, unquote(decoded)}
     for value in (secret, decoded):
+        # A header's value "Bearer TOKEN": a server may quote the token alone.
+        scheme, _, credentials = value.partition(" ")
+        if scheme.isalpha() and len(credentials.strip()) >= 4:  # not "b" of a password "a b"
+            forms.add(credentials.strip())
+    for value in list(forms):
         forms |= {_quote(value, b""), _quote(value, b"/"), _quote(value, b"", plus=True)}
     return forms | {_one_line(form) for form in forms if not form.isprintable()}
 
