@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 
 from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
 from waitfor.runner import Event, EventType, TargetResult
@@ -95,3 +97,41 @@ def test_quiet_says_only_why_it_failed() -> None:
 
 def test_auto_picks_text_off_a_terminal() -> None:
     assert type(make_reporter("auto", io.StringIO())) is TextReporter
+
+
+def test_a_reason_changing_at_every_attempt_is_rate_limited() -> None:
+    stream = io.StringIO()
+    reporter = TextReporter(stream)
+    for n in range(50):  # five seconds of a counter, ten attempts a second
+        reporter(event(EventType.NOT_READY, n / 10, f"count {n}", n=n + 1))
+    reporter.finish([TargetResult(DB, False, 50, 5.0, "count 49")])
+    assert stream.getvalue().splitlines() == [
+        "waitfor: tcp://db:5432 not ready: count 0",  # the first reason, at once
+        "waitfor: tcp://db:5432 not ready: count 20",
+        "waitfor: tcp://db:5432 not ready: count 40",
+        "waitfor: tcp://db:5432 still not ready after 5.00s (50 attempts): count 49",
+    ]
+
+
+def test_an_exec_target_whose_output_changes_prints_no_line_per_attempt() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "waitfor",
+            "--max-interval",
+            "0.1",
+            "-t",
+            "3",
+            "exec:sh -c 'date +%s%N; exit 1'",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 124, result.stderr
+    lines = result.stderr.splitlines()
+    not_ready = [line for line in lines if " not ready: exit 1: " in line]
+    attempts = int(lines[-1].split("(")[1].split(" attempt")[0])
+    assert attempts >= 6, lines  # a line per attempt would be that many
+    assert 1 <= len(not_ready) <= 3, lines

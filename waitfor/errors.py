@@ -48,6 +48,9 @@ class CheckFailed(WaitforError):
     exit_code = 2
 
     def __init__(self, target: str, reason: str) -> None:
+        from waitfor.sanitize import shown  # the runner's reasons are clean; a plugin's may not be
+
+        reason = shown(reason)
         super().__init__(f"{target}: {reason}")
         self.target = target
         self.reason = reason

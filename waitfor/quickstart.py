@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from waitfor import sanitize
 from waitfor.events import Event, EventHandler, EventType, TargetResult
 from waitfor.kind import Check
 from waitfor.kinds import check_class
@@ -56,9 +57,8 @@ def all_ready_now(
         outcome = cls(target).probe_now(ends - began)
         if outcome is None or not outcome.ready or outcome.permanent:
             return None
-        readies.append(
-            Event(EventType.READY, target, 1, time.monotonic() - started, outcome.reason)
-        )
+        reason = sanitize.shown(outcome.reason, target.secrets)  # as the runner shows it
+        readies.append(Event(EventType.READY, target, 1, time.monotonic() - started, reason))
     for event in [*attempts, *readies]:
         emit(event)
     return [TargetResult(e.target, True, 1, e.elapsed, e.reason) for e in readies]

@@ -1,7 +1,8 @@
 """Turn runner events into what people (text, live TTY view) or programs (JSON lines) read.
 
-Text output never floods: one line when a target's state or reason changes, a "still waiting"
-reminder every ``STILL_WAITING_EVERY`` seconds per target, and a summary line per target at the end.
+Text output never floods: one line when a target's state or reason changes (at most one every
+``CHANGED_REASON_EVERY`` seconds per target), a "still waiting" reminder every
+``STILL_WAITING_EVERY`` seconds per target, and a summary line per target at the end.
 Everything goes to the given stream (stderr from the CLI); targets print in redacted form only.
 """
 
@@ -15,6 +16,9 @@ from waitfor.events import Event, EventType, TargetResult
 from waitfor.targets import Target
 
 STILL_WAITING_EVERY = 10.0
+#: a reason that changes at every attempt (a counter, a clock in a command's output) is told
+#: at most this often per target; the first one at once, the last one in the summary
+CHANGED_REASON_EVERY = 2.0
 OUTPUTS = ("auto", "text", "tty", "json", "quiet")
 
 
@@ -56,7 +60,9 @@ class TextReporter(Reporter):
         target = event.target
         if event.type is EventType.NOT_READY:
             said = self._said.get(target)
-            if said is None or said[0] != event.reason:
+            if said is None or (
+                said[0] != event.reason and event.elapsed - said[1] >= CHANGED_REASON_EVERY
+            ):
                 self._line(f"{target} not ready: {event.reason}")
             elif event.elapsed - said[1] >= STILL_WAITING_EVERY:
                 self._line(

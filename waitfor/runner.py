@@ -15,6 +15,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from waitfor import sanitize
 from waitfor.backoff import Backoff
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.events import Event, EventHandler, EventType, TargetResult
@@ -106,7 +107,8 @@ async def run(
                 # deadline's cancellation, already due, end the wait.
                 await asyncio.Event().wait()
             state.attempt_began = None
-            reason = outcome.reason  # checks build reasons from parsed parts, never secrets
+            # The one boundary for what a server said, whatever the kind: no secret, one line.
+            reason = sanitize.shown(outcome.reason, target.secrets)
             if outcome.permanent:
                 emit(Event(EventType.FAILED, target, state.attempts, elapsed(), reason))
                 raise CheckFailed(str(target), reason)
@@ -143,7 +145,8 @@ async def run(
         for state in states:
             if state.ready_at is None:
                 if state.attempt_began is not None:
-                    state.reason = _in_flight_reason(state, loop.time())
+                    in_flight = _in_flight_reason(state, loop.time())
+                    state.reason = sanitize.shown(in_flight, state.target.secrets)
                 emit(Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason))
         raise WaitTimeout(timeout or 0.0, _results(states, now)) from None
     finally:

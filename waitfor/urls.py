@@ -21,7 +21,15 @@ def split(address: str) -> SplitResult:
     try:
         return urlsplit(address)
     except ValueError as exc:
+        if "NFKC" in str(exc):  # urlsplit's message quotes the authority, password and all
+            raise ValueError(_NFKC_DELIMITER) from None
         raise ValueError(str(exc).lower()) from None
+
+
+_NFKC_DELIMITER = (
+    "the user, password or host holds a character that Unicode normalization (NFKC) turns into "
+    "a delimiter (a fullwidth '@', '/', ':', '#' or '?', '℀'): percent-encode it"
+)
 
 
 def host(parts: SplitResult) -> str:

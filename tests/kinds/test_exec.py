@@ -186,6 +186,27 @@ def test_long_and_hostile_output_is_one_short_line() -> None:
             "pw1",
         ),
         ("exec:psql postgresql://u:pw2@db/app", "exec:psql postgresql://u:***@db/app", "pw2"),
+        # the short options clients take credentials with, from the split words
+        ("exec:mysql -h db -upw -pS3c app", "exec:mysql -h db -upw -p*** app", "S3c"),
+        (
+            "exec:redis-cli -h db -p 6379 -a S3c ping",
+            "exec:redis-cli -h db -p 6379 -a *** ping",
+            "S3c",
+        ),
+        ("exec:mongosh -u app -p 123456", "exec:mongosh -u app -p ***", "123456"),
+        ("exec:sshpass -p S3c ssh -p 22 h", "exec:sshpass -p *** ssh -p 22 h", "S3c"),
+        ("exec:curl -u app:S3c http://x", "exec:curl -u app:*** http://x", "S3c"),
+        ("exec:curl --user=app:S3c http://x", "exec:curl --user=app:*** http://x", "S3c"),
+        ("exec:curl --user app:S3c http://x", "exec:curl --user app:*** http://x", "S3c"),
+        (
+            "exec:curl -H 'Authorization: Bearer S3c' http://x",
+            "exec:curl -H 'Authorization: ***' http://x",
+            "Bearer S3c",
+        ),
+        ("exec:curl --header 'X-Api-Key: S3c' x", "exec:curl --header 'X-Api-Key: ***' x", "S3c"),
+        ("exec:curl '--header=X-Api-Key: S3c' x", "exec:curl '--header=X-Api-Key: ***' x", "S3c"),
+        ("exec:cli --api-key S3c", "exec:cli --api-key ***", "S3c"),
+        ("exec:psql mysql://u:p／S3c@db/app", "exec:psql mysql://***@db/app", "u:p／S3c"),  # noqa: RUF001
     ],
 )
 def test_secret_looking_words_are_hidden(text: str, display: str, secret: str) -> None:
@@ -217,3 +238,23 @@ def test_an_unclosed_quote_in_waitfor_targets_is_a_usage_error() -> None:
     )
     assert result.returncode == 2
     assert result.stderr == "waitfor: error: WAITFOR_TARGETS has an unclosed quote\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "display"),
+    [
+        ("exec:mysql -uroot -p db", "exec:mysql -uroot -p db"),  # -p alone asks; db is a name
+        ("exec:env A=1 /usr/bin/mysqladmin -p ping", "exec:env A=1 /usr/bin/mysqladmin -p ping"),
+        ("exec:redis-cli -p6379 ping", "exec:redis-cli -p6379 ping"),
+        ("exec:pg_isready -h db -p 5432 -U app", "exec:pg_isready -h db -p 5432 -U app"),
+    ],
+)
+def test_names_and_ports_after_short_options_are_shown(text: str, display: str) -> None:
+    target = parse_target(text)
+    assert str(target) == display
+    assert not target.secrets
+
+
+def test_a_secret_the_command_prints_is_hidden_in_its_reason() -> None:
+    text = reason("exec:sh -c 'echo \"auth $2 failed\" >&2; exit 1' sh -a S3cr3tPW")
+    assert text == "exit 1: auth *** failed"

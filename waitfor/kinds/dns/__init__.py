@@ -70,6 +70,8 @@ class DnsCheck(Check):
             authority, _, rest = rest[2:].partition("/")
             if authority:
                 parts = urls.split(f"dns://{authority}")
+                if "@" in parts.netloc:  # the display is the URL as given: it would show them
+                    raise ValueError("dns targets take no user or password")
                 nameserver = unquote(parts.hostname or "")
                 try:
                     ipaddress.ip_address(nameserver)
@@ -81,6 +83,8 @@ class DnsCheck(Check):
         name = unquote(rest)
         if not name or name == ".":
             raise ValueError("missing name")
+        if "@" in name:  # not quoted: what comes before an '@' is shown masked, as a password
+            raise ValueError("dns targets take no user or password (a name has no '@')")
         wildcard = "*." if name.startswith("*.") else ""
         ascii_name = wildcard + urls.dns_name(name.removeprefix(wildcard), "name")
         rdtype = ""

@@ -56,52 +56,108 @@ class ExecCheck(Check):
 
         argv = [value for key, value in self.target.params if key == "arg"]
         # Our own timeout fires just before the runner's, so the reason can say what happened.
-        outcome = await run_command(argv, max(budget - 0.05, budget * 0.9))
-        # The reason quotes the command's own output, which no parser built: a secret it was
-        # given and prints (an error echoing its command line) can only be found by its text.
-        reason = outcome.reason
-        for secret in sorted(self.target.secrets, key=len, reverse=True):
-            reason = reason.replace(secret, MASK)
-        return Outcome(outcome.ready, reason, outcome.permanent)
+        # The reason quotes the command's output: a secret it prints is removed, with its
+        # control characters, where every reason is (waitfor.sanitize).
+        return await run_command(argv, max(budget - 0.05, budget * 0.9))
 
 
 def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:
     """The words as shown, with what looks like a credential as ``_HOLE``, and those values.
 
     ``--password=X``, ``PGPASSWORD=X`` (an option or assignment named like a secret), the word
-    after ``--token`` / ``-password`` (a dashed option named like one), a URL's password.
+    after ``--token`` / ``-password`` (a dashed option named like one), a URL's password; the
+    short options clients take credentials with: ``-pX`` / ``-p X`` (mysql, mongosh, sshpass;
+    not a port after redis-cli or psql), ``-a X`` (redis-cli); a ``user:password`` after ``-u`` /
+    ``--user`` (curl); every header's value after ``-H`` / ``--header``.
     """
-    shown, secrets = [], set()
-    hide_next = False
+    shown: list[str] = []
+    secrets: set[str] = set()
+    pending = ""  # what the next word is the value of: "secret", "-p", "user", "header"
+    command = ""  # the last word naming a client whose -p is known (env, sshpass run others)
     for arg in argv:
-        if hide_next and arg:
-            shown.append(_HOLE)
-            secrets.add(arg)
-            hide_next = False
+        if pending and arg:
+            kind, pending = pending, ""
+            if kind == "-p" and command in _PORT_P and _is_port(arg):
+                shown.append(arg)
+            elif kind == "-p" and command in _MYSQL:
+                shown.append(arg)  # mysql -p DB: -p asks for the password, DB is a database
+            else:
+                shown.append(_hidden(kind, arg, secrets))
             continue
-        hide_next = False
+        pending = ""
+        if (program := arg.rpartition("/")[2]) in _PORT_P | _MYSQL:
+            command = program
         match = _OPTION.fullmatch(arg)
-        if match and is_secret_name(match.group(1)) and match.group(2):
+        name = match.group(1).lower() if match else ""
+        if match and is_secret_name(name) and match.group(2):
             shown.append(arg[: match.start(2)] + _HOLE)
             secrets.add(match.group(2))
+        elif match and arg.startswith("-") and name in ("user", "header", "proxy-user"):
+            value = match.group(2)
+            shown.append(arg[: match.start(2)] + _hidden(_VALUE_OF[name], value, secrets))
         elif not match and arg.startswith("-") and is_secret_name(arg):
             shown.append(arg)
-            hide_next = True
+            pending = "secret"
+        elif arg in _SHORT:
+            shown.append(arg)
+            pending = _SHORT[arg]
+        elif arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
+            if command in _PORT_P and _is_port(arg[2:]):
+                shown.append(arg)
+                continue
+            shown.append("-p" + _HOLE)  # mysql -pPASS
+            secrets.add(arg[2:])
         elif "://" in arg and "@" in arg and (url := _url_with_password(arg)):
             shown.append(url[0])
-            secrets.add(url[1])
+            secrets.update(value for value in url[1:] if value)
         else:
             shown.append(arg)
     return shown, secrets
 
 
-def _url_with_password(arg: str) -> tuple[str, str] | None:
+#: short options whose next word is (or holds) a credential, and which kind of value it is
+_SHORT = {"-p": "-p", "-a": "secret", "-u": "user", "-U": "user", "-H": "header"}
+_SHORT.update({"--user": "user", "--proxy-user": "user", "--header": "header"})
+_VALUE_OF = {"user": "user", "proxy-user": "user", "header": "header"}
+#: commands whose ``-p`` is a port (a port number after it is shown)
+_PORT_P = frozenset(
+    {"redis-cli", "valkey-cli", "keydb-cli", "pg_isready", "psql", "ssh", "nc", "ncat", "netcat"}
+)
+#: commands whose ``-p`` takes the password attached only (``-pPASS``)
+_MYSQL = frozenset({"mysql", "mariadb", "mysqladmin", "mariadb-admin", "mysqldump", "mysqlshow"})
+
+
+def _hidden(kind: str, value: str, secrets: set[str]) -> str:
+    """``value`` as shown: ``user:***``, ``Authorization: ***``, or wholly hidden."""
+    if kind == "user":  # -u root is a name; -u app:pw holds a password
+        user, colon, password = value.partition(":")
+        if not colon:
+            return value
+        secrets.add(password)
+        return f"{user}:{_HOLE}" if password else value
+    if kind == "header":
+        name, colon, header_value = value.partition(":")
+        if colon and header_value.strip():
+            secrets.add(header_value.strip())
+            return f"{name}: {_HOLE}"
+        return value
+    secrets.add(value)
+    return _HOLE
+
+
+def _is_port(word: str) -> bool:
+    return word.isascii() and word.isdigit() and 0 < int(word[:6]) < 65536
+
+
+def _url_with_password(arg: str) -> tuple[str, ...] | None:
     """(the URL with its password as ``_HOLE``, the password), if it has one."""
     try:
         parts = urlsplit(arg)
         password = parts.password
-    except ValueError:
-        return None
+    except ValueError:  # a fullwidth slash in a password: hide all that may be user information
+        scheme, _, rest = arg.partition("://")
+        user_info, _, hostpart = rest.rpartition("@")
+        return f"{scheme}://{_HOLE}@{hostpart}", user_info, user_info.partition(":")[2]
     if not password:
         return None
     netloc = userinfo(parts.username, password).replace(MASK, _HOLE)

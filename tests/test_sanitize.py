@@ -1,0 +1,95 @@
+"""The boundary every reason passes (waitfor.sanitize): no secret, one line, bounded."""
+
+from __future__ import annotations
+
+import string
+from urllib.parse import quote, quote_plus
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from waitfor.sanitize import MAX_LENGTH, shown
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets", "expected"),
+    [
+        (
+            "ERR unknown command 'AUTH', with args beginning with: 'S3cretPW' ",
+            {"S3cretPW"},
+            "ERR unknown command 'AUTH', with args beginning with: '***' ",
+        ),
+        (
+            "-err 'authorization violation: s3cretpw'",
+            {"S3cretPW"},
+            "-err 'authorization violation: ***'",
+        ),
+        ("login p/ss@w failed", {"p%2Fss%40w"}, "login *** failed"),  # decoded
+        ("login p%2Fss%40w failed", {"p/ss@w"}, "login *** failed"),  # encoded
+        ("login p%2fss%40W failed", {"p/ss@w"}, "login *** failed"),  # any case
+        ("login p/ss%40w failed", {"p/ss@w"}, "login *** failed"),  # '/' left as it is
+        ("login a+b failed", {"a b"}, "login *** failed"),  # form-encoded
+        ("abcdef abc", {"abc", "abcdef"}, "*** ***"),  # the longer one whole
+        ("x\nwaitfor: db ready after 0.01s", (), "x waitfor: db ready after 0.01s"),
+        ("red \x1b[31mtext\x1b[0m", (), "red \\x1b[31mtext\\x1b[0m"),
+        ("a\r\n\r\nb\tc", (), "a b c"),
+        ("C1 \x9b2J, NEL \x85.", (), "C1 \\x9b2J, NEL ."),
+        ("bidi \u202eevil\u202c \u2066x\u2069", (), "bidi \\u202eevil\\u202c \\u2066x\\u2069"),
+        ("line\u2028sep", (), "line sep"),
+        ("lone \udcff", (), "lone \\udcff"),
+        ("caf\u00e9 \u2603 \u00b2", (), "caf\u00e9 \u2603 \u00b2"),  # printable: as it is
+        ("pw a\nb echoed", {"a%0Ab"}, "pw *** echoed"),  # a secret holding a line break
+        ("masked *** here", {"*"}, "masked *** here"),  # the mask is not a secret's echo
+    ],
+)
+def test_shown(text: str, secrets: set[str], expected: str) -> None:
+    assert shown(text, frozenset(secrets)) == expected
+
+
+def test_a_long_text_is_capped_with_an_ellipsis() -> None:
+    capped = shown("E" * 60 * 1024)
+    assert len(capped) == MAX_LENGTH
+    assert capped.endswith("...")
+    assert shown("x" * MAX_LENGTH) == "x" * MAX_LENGTH
+    # a secret where the cut falls is hidden before the cut, not half shown
+    secret = "Zq8" * 20
+    around = shown("x" * (MAX_LENGTH - 10) + secret, {secret})
+    assert "Zq8" not in around
+    assert len(around) <= MAX_LENGTH
+    # cut before the line breaks shrink: still marked as cut
+    assert shown("\n" * 5000 + "tail").endswith("...")
+
+
+secret_text = st.text(string.ascii_letters + string.digits + "/@:#?%&+ é", min_size=3)
+hostile = st.text(st.characters(codec=None), max_size=1500)
+
+
+@given(secret_text, hostile, hostile, st.sampled_from(["same", "upper", "quote", "plus"]))
+def test_no_secret_survives(secret: str, before: str, after: str, form: str) -> None:
+    echoed = {
+        "same": secret,
+        "upper": secret.upper(),
+        "quote": quote(secret, safe=""),
+        "plus": quote_plus(secret),
+    }[form]
+    result = shown(before + echoed + after, {secret})
+    assert secret not in result
+    assert secret.lower() not in result.lower()
+    assert result.isprintable()
+    assert len(result) <= MAX_LENGTH
+
+
+@given(hostile, st.frozensets(st.text(string.ascii_letters + string.digits, min_size=2)))
+def test_one_printable_line_and_idempotent(text: str, secrets: frozenset[str]) -> None:
+    result = shown(text, secrets)
+    assert result.isprintable()
+    assert "\x1b" not in result
+    assert len(result) <= MAX_LENGTH
+    assert shown(result, secrets) == result
+    assert shown(result) == result
+
+
+def test_the_token_of_an_authorization_header_alone() -> None:
+    assert shown("invalid token abc.def", {"Bearer abc.def"}) == "invalid token ***"
+    assert shown("a b c", {"a b"}) == "*** c"  # a password with a space: not every "b"
