@@ -346,6 +346,7 @@ KIND_SECRETS: dict[str, str | None] = {
     "unix": None,
     "file": None,
     "exec": "exec:true --password={secret}",
+    "k8s": None,  # credentials come from the kubeconfig or service account, never the target
 }
 SECRET = "Pa/ss9@x"
 
