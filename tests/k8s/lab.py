@@ -80,6 +80,7 @@ class Api:
         body: Any = None,
         content_type: str = "application/json",
         query: dict[str, str] | None = None,
+        timeout: float = 30.0,
     ) -> Response:
         """One request; any status comes back (tests of 403 look at it)."""
         url = self.url + path
@@ -92,7 +93,7 @@ class Api:
         if data is not None:
             request.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(request, context=self._tls, timeout=30) as reply:  # noqa: S310
+            with urllib.request.urlopen(request, context=self._tls, timeout=timeout) as reply:  # noqa: S310
                 status, raw = reply.status, reply.read()
         except urllib.error.HTTPError as error:
             status, raw = error.code, error.read()
@@ -166,6 +167,7 @@ class ControlPlane:
         self._peer_url = f"http://127.0.0.1:{peer_port}"
         self.url = f"https://127.0.0.1:{api_port}"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._argv: dict[str, list[str]] = {}
         self.api: Api  # the admin's client, from start() on
         self._pod_ips = (f"10.244.{n // 250}.{n % 250 + 2}" for n in itertools.count())
         #: seconds from the first process started to /readyz answering 200, and to the
@@ -282,8 +284,9 @@ class ControlPlane:
 
     def stop(self) -> None:
         # reverse order: the controllers, then the API server, then its storage
-        for name in reversed(list(self._procs)):
-            _kill_group(self._procs.pop(name))
+        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+            if name in self._procs:
+                _kill_group(self._procs.pop(name))
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
 
@@ -291,8 +294,35 @@ class ControlPlane:
         """The running components' process ids (each leads its own process group)."""
         return [proc.pid for proc in self._procs.values()]
 
+    @contextlib.contextmanager
+    def apiserver_down(self) -> Iterator[None]:
+        """kube-apiserver killed (SIGKILL, as a crash or a lost node would) for the body, then
+        started again on the same port; etcd keeps the objects. Clients' connections, watches
+        included, are cut. Returns once /readyz answers again."""
+        _kill_group(self._procs.pop("kube-apiserver"))
+        try:
+            yield
+        finally:
+            self._spawn("kube-apiserver", self._argv["kube-apiserver"])
+            wait_until("kube-apiserver /readyz after a restart", self._readyz, timeout=120)
+
+    def restart_apiserver(self) -> None:
+        with self.apiserver_down():
+            pass
+
+    @contextlib.contextmanager
+    def frozen(self, name: str = "kube-apiserver") -> Iterator[None]:
+        """A component stopped (SIGSTOP) for the body: connections open, nothing answers."""
+        group = self._procs[name].pid
+        os.killpg(group, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(group, signal.SIGCONT)
+
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = (self.root / f"{name}.log").open("wb")
+        self._argv[name] = argv
+        log = (self.root / f"{name}.log").open("ab")
         with log:
             self._procs[name] = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -537,18 +567,11 @@ class ControlPlane:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group, SIGKILL if it lingers; reaps the leader."""
-    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=grace)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    # the leader is reaped; anything else in its group goes too
+    """SIGKILL to the component's process group, then reaps it. Nothing in a throw-away lab is
+    worth a graceful stop, and kube-apiserver's takes up to a minute while watches are open."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 @contextlib.contextmanager

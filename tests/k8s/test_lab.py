@@ -176,6 +176,22 @@ def test_kubectl_wait_for_a_job_against_the_lab(
     assert out.decode().strip() == "job.batch/x condition met"
 
 
+def test_objects_outlive_an_apiserver_restart_and_a_frozen_apiserver_answers_nothing(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    control_plane.api.create(path, {"metadata": {"name": "kept"}, "data": {"k": "v"}})
+    with control_plane.apiserver_down(), pytest.raises(OSError, match="refused"):
+        control_plane.api.call("GET", f"{path}/kept")
+    assert control_plane.api.get(f"{path}/kept")["data"] == {"k": "v"}
+    control_plane.restart_apiserver()
+    assert control_plane.api.get(f"{path}/kept")["data"] == {"k": "v"}
+
+    with control_plane.frozen(), pytest.raises(OSError, match="timed out"):
+        control_plane.api.call("GET", f"{path}/kept", timeout=1)
+    assert control_plane.api.get(f"{path}/kept")["data"] == {"k": "v"}
+
+
 def processes_using(root: Path) -> list[str]:
     """The command lines of processes that name root (the lab's temp dir) in their arguments."""
     found = []
