@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from waitfor.kind import Check, Outcome
+from waitfor.kind import Check, Options, Outcome
 from waitfor.kinds import KINDS, Kind
 from waitfor.net.activity import waiting_on
 from waitfor.targets import Target
@@ -30,7 +30,7 @@ class Behaviour:
 BEHAVIOURS: dict[str, Behaviour] = {}
 
 
-class FakeCheck(Check):
+class FakeCheck(Check[Options]):
     @property
     def behaviour(self) -> Behaviour:
         return BEHAVIOURS[self.target.host]

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from waitfor import redaction, urls
 from waitfor.net.errors import describe_os_error
@@ -167,8 +167,16 @@ class Options(Value):
         return values[-1] if values else default
 
 
-class Check(ABC):
-    """One kind of readiness check: parses its own targets' addresses and options, and probes."""
+#: a kind's own parsed options type (what its parse_options returns)
+OptionsT = TypeVar("OptionsT")
+
+
+class Check(ABC, Generic[OptionsT]):
+    """One kind of readiness check: parses its own targets' addresses and options, and probes.
+
+    ``Check[MyOptions]``: ``parse_options`` returns ``MyOptions`` and ``self.options`` reads it
+    back, typed (``Check[Options]`` for the default options value).
+    """
 
     #: option names accepted in a target's ``#key=value`` fragment (and as global defaults)
     OPTION_NAMES: ClassVar[frozenset[str]] = frozenset()
@@ -199,10 +207,18 @@ class Check(ABC):
         return None
 
     @classmethod
-    def parse_options(cls, pairs: OptionPairs) -> object:
-        """Validate ``#key=value`` options into a frozen value; raise ValueError if invalid."""
+    def parse_options(cls, pairs: OptionPairs) -> OptionsT:
+        """Validate ``#key=value`` options into a frozen value; raise ValueError if invalid.
+
+        The default: :class:`Options` holding the declared pairs (for ``Check[Options]``).
+        """
         reject_unknown(pairs, cls.OPTION_NAMES)
-        return Options(tuple(pairs))
+        return cast(OptionsT, Options(tuple(pairs)))
+
+    @property
+    def options(self) -> OptionsT:
+        """This target's options, as this kind's :meth:`parse_options` made them."""
+        return cast(OptionsT, self.target.options)
 
     def __init__(self, target: Target) -> None:
         self.target = target
@@ -220,7 +236,7 @@ class Check(ABC):
         """
         return None
 
-    async def aclose(self) -> None:  # noqa: B027 - most checks hold nothing between probes
+    async def aclose(self) -> None:
         """Release anything held between probes."""
 
 

@@ -14,6 +14,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from waitfor import sanitize
 from waitfor.backoff import Backoff
@@ -77,7 +78,7 @@ async def run(
     def remaining() -> float:
         return math.inf if deadline is None else max(deadline - loop.time(), 0.0)
 
-    async def await_target(state: _State, check: Check, quick: float | None) -> None:
+    async def await_target(state: _State, check: Check[Any], quick: float | None) -> None:
         target = state.target
         while True:
             state.attempts += 1

@@ -89,18 +89,18 @@ def installed() -> dict[str, Kind]:
     return found
 
 
-def check_class(scheme: str) -> type[Check]:
+def check_class(scheme: str) -> type[Check[Any]]:
     kind = find_kind(scheme)
     if kind is None:
         raise KindError(f"unknown scheme {scheme!r}")
     return load(kind)
 
 
-def load(kind: Kind) -> type[Check]:
+def load(kind: Kind) -> type[Check[Any]]:
     """The kind's class; for a third-party kind, KindError if it cannot be imported or used."""
     module_name, _, class_name = kind.implementation.partition(":")
     if not kind.origin:
-        cls: type[Check] = getattr(import_module(module_name), class_name)
+        cls: type[Check[Any]] = getattr(import_module(module_name), class_name)
         return cls
     from waitfor.kind import Check
 
@@ -121,7 +121,7 @@ def load(kind: Kind) -> type[Check]:
     return _guarded(found, kind)
 
 
-def _guarded(cls: type[Check], kind: Kind) -> type[Check]:
+def _guarded(cls: type[Check[Any]], kind: Kind) -> type[Check[Any]]:
     """A third-party kind whose bugs fail its own targets, in one line, not the whole wait.
 
     An unexpected exception in ``parse_address``/``parse_options`` is a bad target (exit 2,

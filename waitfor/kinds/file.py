@@ -41,7 +41,7 @@ class FileOptions(Value):
     nonempty: bool = False
 
 
-class FileCheck(Check):
+class FileCheck(Check[FileOptions]):
     USAGE = (("file:///path#nonempty", "the path exists (#nonempty: and has content)"),)
     OPTION_NAMES = frozenset({"nonempty"})
 
@@ -56,12 +56,11 @@ class FileCheck(Check):
         return FileOptions(nonempty=flag(pairs, "nonempty"))
 
     async def probe(self, budget: float) -> Outcome:
-        assert isinstance(self.target.options, FileOptions)
         import asyncio  # imported already by whoever awaits this; kept off the module's imports
 
         from waitfor.net.activity import waiting_on
 
-        inspection = _Inspection.start(self.target.host, self.target.options.nonempty)
+        inspection = _Inspection.start(self.target.host, self.options.nonempty)
         with waiting_on(lambda waited: f"{inspection.step}: no answer after {waited:.1f}s"):
             outcome = await asyncio.shield(inspection.future)
         if isinstance(outcome, BaseException):
@@ -70,8 +69,7 @@ class FileCheck(Check):
 
     def probe_now(self, budget: float) -> Outcome | None:
         """The same look in a daemon thread, given up after ``budget``: a hung mount holds none."""
-        assert isinstance(self.target.options, FileOptions)
-        path, nonempty = self.target.host, self.target.options.nonempty
+        path, nonempty = self.target.host, self.options.nonempty
         found: list[Outcome] = []
         look = threading.Thread(
             target=lambda: found.append(inspect(path, nonempty=nonempty, doing=_ignore)),

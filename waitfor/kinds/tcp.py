@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waitfor import urls
-from waitfor.kind import Address, Check, Outcome, describe_os_error, host_port
+from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port
 
 if TYPE_CHECKING:
     import socket
 
 
-class TcpCheck(Check):
+class TcpCheck(Check[Options]):
     USAGE = (("tcp://HOST:PORT", "a connection is accepted (IPv6: tcp://[::1]:5432)"),)
 
     @classmethod

@@ -53,7 +53,7 @@ class _Lookup:
     nxdomain: bool = False
 
 
-class DnsCheck(Check):
+class DnsCheck(Check[DnsOptions]):
     OPTION_NAMES = frozenset({"min", "value", "resolv_conf"})
     USAGE = (
         ("dns:NAME", "has an address (A or AAAA), resolved like the app would"),
@@ -121,11 +121,6 @@ class DnsCheck(Check):
             value=value.rstrip(".").lower() if value else None,
             resolv_conf=resolv_conf,
         )
-
-    @property
-    def options(self) -> DnsOptions:
-        assert isinstance(self.target.options, DnsOptions)
-        return self.target.options
 
     @property
     def name(self) -> str:

@@ -17,7 +17,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from waitfor.kind import Address, Check, Outcome
+from waitfor.kind import Address, Check, Options, Outcome
 from waitfor.redaction import MASK, is_secret_name, userinfo
 from waitfor.urlsplit import urlsplit
 
@@ -26,7 +26,7 @@ _HOLE = "WAITFORHIDDENVALUE"
 _OPTION = re.compile(r"-{0,2}([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
 
 
-class ExecCheck(Check):
+class ExecCheck(Check[Options]):
     USAGE = (
         ("exec:COMMAND ARG...", "the command exits 0 (no shell; killed at the attempt timeout)"),
     )

@@ -66,7 +66,7 @@ class HttpOptions(Value):
         return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.statuses)
 
 
-class HttpCheck(Check):
+class HttpCheck(Check[HttpOptions]):
     OPTION_NAMES = frozenset({"status", "body", "header", "method", "insecure", "cacert", "json"})
     USAGE = (
         ("http://HOST[:PORT]/PATH", "status 200-399, like the kubelet's httpGet probe"),
@@ -105,11 +105,6 @@ class HttpCheck(Check):
             cacert=cacert,
             json=expectations,
         )
-
-    @property
-    def options(self) -> HttpOptions:
-        assert isinstance(self.target.options, HttpOptions)
-        return self.target.options
 
     def _client(self, scheme: str) -> httpx.AsyncClient:
         """One client per scheme this target meets: plain http never builds a TLS context."""

@@ -87,7 +87,7 @@ def spec_of(segments: tuple[str, ...], options: K8sOptions) -> Spec:
     return Spec(namespace, segments[-2], segments[-1], None)
 
 
-class K8sCheck(Check):
+class K8sCheck(Check[K8sOptions]):
     OPTION_NAMES = frozenset({"selector", "condition", "json", "exists", "min", "context"})
     USAGE = (
         ("k8s:[NAMESPACE/]TYPE/NAME", "rolled out / complete / Ready, as kubectl decides"),
@@ -150,11 +150,6 @@ class K8sCheck(Check):
             min=minimum,
             context=context,
         )
-
-    @property
-    def options(self) -> K8sOptions:
-        assert isinstance(self.target.options, K8sOptions)
-        return self.target.options
 
     @cached_property
     def _source(self) -> Source:

@@ -46,7 +46,7 @@ class PostgresOptions(Value):
     primary: bool = False  # query mode: not ready on a read-only server (standby, recovery)
 
 
-class PostgresCheck(Check):
+class PostgresCheck(Check[PostgresOptions]):
     OPTION_NAMES = frozenset({"mode", "primary"})
     USAGE = (
         (
@@ -93,11 +93,6 @@ class PostgresCheck(Check):
         if primary and mode != "query":
             raise ValueError("primary needs mode=query (a ping does not log in)")
         return PostgresOptions(mode=mode, primary=primary)
-
-    @property
-    def options(self) -> PostgresOptions:
-        assert isinstance(self.target.options, PostgresOptions)
-        return self.target.options
 
     @property
     def params(self) -> dict[str, str]:

@@ -52,7 +52,7 @@ class RedisOptions(Value):
         return self.mode == "query" or self.key is not None or self.role is not None
 
 
-class RedisCheck(Check):
+class RedisCheck(Check[RedisOptions]):
     OPTION_NAMES = frozenset({"mode", "key", "role"}) | tlsoptions.OPTION_NAMES
     #: options named like secrets whose values are names: shown as written (redaction.options)
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"})
@@ -98,11 +98,6 @@ class RedisCheck(Check):
             role=role.lower() if role else None,
             tls=tlsoptions.parse_tls_options(pairs),
         )
-
-    @property
-    def options(self) -> RedisOptions:
-        assert isinstance(self.target.options, RedisOptions)
-        return self.target.options
 
     async def probe(self, budget: float) -> Outcome:
         from waitfor.kinds.redis import wire  # the protocol only when probing
