@@ -7,9 +7,14 @@ the attempt's budget.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
+import re
 import socket
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -109,3 +114,49 @@ def test_fuzzed_answers_are_an_outcome_in_time(answer: bytes, url: str) -> None:
     assert took < BUDGET + 1.0
     if not outcome.ready:
         assert not outcome.permanent  # a hostile peer is never the user's configuration error
+
+
+def malformed_greetings() -> list[bytes]:
+    """MySQL greetings cut at every byte, with versions no server has, and garbage: each a
+    complete packet, so the client has to parse it."""
+    payload = GREETING[4:]
+    cut = [payload[:size] for size in range(len(payload))]
+    versions = [b"\x0a" + version + payload[payload.index(b"\0") :] for version in (b"", b"x.1")]
+    versions += [b"\x0a\xb2" + payload[2:], b"\x09" + payload[1:]]  # "²", protocol 9
+    garbage = [random.Random(seed).randbytes(size) for seed, size in enumerate((1, 8, 40, 90))]
+    garbage += [b"\x0a" + random.Random(seed).randbytes(60) for seed in range(8)]
+    return [mysql_packet(0, greeting) for greeting in cut + versions + garbage]
+
+
+def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
+    """Query mode (PyMySQL) gives each a reason, as ping mode does: the CLI times out (124) with
+    one line per target, no traceback."""
+    greetings = malformed_greetings()
+    with contextlib.ExitStack() as stack:
+        ports = [stack.enter_context(hostile_server(greeting)) for greeting in greetings]
+        run = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-t", "8", "-q"]
+            + [f"mysql://u:p@127.0.0.1:{port}/#mode=query" for port in ports],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert "Traceback" not in run.stderr
+    assert run.returncode == 124, run.stderr
+    reasons = set()
+    for port in ports:
+        [line] = [line for line in run.stderr.splitlines() if f":{port}#" in line]
+        reason = line.partition("attempts): ")[2] or line.partition("attempt): ")[2]
+        if in_flight := re.fullmatch(r"timed out after [\d.]+s \(previous attempt: (.*)\)", reason):
+            reason = in_flight[1]  # one more attempt was under way at the deadline
+        reasons.add(reason)
+    # Cut greetings PyMySQL can still log in with meet the peer's hang-up; no attempt is stuck.
+    assert reasons <= {
+        "not a MySQL server (malformed greeting)",
+        "not a MySQL server (malformed packet during the login)",
+        "Lost connection to MySQL server during query (2013)",
+        *(
+            f"not a MySQL server (its greeting is protocol {n}, not protocol 10)"
+            for n in range(256)
+        ),
+    }
