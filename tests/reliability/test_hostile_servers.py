@@ -11,14 +11,16 @@ import contextlib
 import os
 import random
 import re
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +162,45 @@ def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
             for n in range(256)
         ),
     }
+
+
+def flooding(greeting: bytes, frame: bytes) -> Callable[[socket.socket], None]:
+    """A peer that greets, then sends ``frame`` without end (until the client hangs up)."""
+
+    def answer(conn: socket.socket) -> None:
+        conn.sendall(greeting)
+        chunk = frame * (65536 // len(frame))
+        while True:
+            conn.sendall(chunk)
+
+    return answer
+
+
+FLOODS = {
+    "nats://u:p@127.0.0.1:{port}": flooding(NATS_INFO, b"+OK\r\n"),
+    "amqp://u:p@127.0.0.1:{port}/": flooding(AMQP_START, bytes([8, 0, 0, 0, 0, 0, 0, 0xCE])),
+}
+
+
+@pytest.mark.parametrize("url", FLOODS)
+def test_a_flood_leaves_the_deadline_and_signals_alone(url: str) -> None:
+    """A peer that sends heartbeats or +OK without end: each attempt gives up after a bounded
+    number of reads, the deadline holds and SIGTERM is heard at once."""
+    with scripted_peer(FLOODS[url]) as port:
+        command = [sys.executable, "-m", "waitfor", "-q", url.format(port=port)]
+        started = time.monotonic()
+        run = subprocess.run([*command, "-t", "2"], capture_output=True, text=True, timeout=30)
+        took = time.monotonic() - started
+        assert run.returncode == 124, run.stderr
+        assert "the server kept sending without answering" in run.stderr
+        assert took < 2 + 0.5 + 0.3  # the deadline, the allowance, and the interpreter's start
+        waiting = subprocess.Popen([*command, "-t", "30"], stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)  # attempts under way
+            signalled = time.monotonic()
+            waiting.send_signal(signal.SIGTERM)
+            assert waiting.wait(timeout=10) == 143
+            assert time.monotonic() - signalled < 0.3
+        finally:
+            waiting.kill()
+            waiting.wait()
