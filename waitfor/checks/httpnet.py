@@ -16,8 +16,7 @@ from typing import Any
 
 import httpcore
 
-from waitfor.checks import net
-from waitfor.checks.base import describe_os_error
+from waitfor.checks import net, unix
 
 
 class NetBackend(httpcore.AsyncNetworkBackend):
@@ -46,14 +45,16 @@ class NetBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        # http+unix: a local path, nothing to resolve
+        # http+unix: a local path, nothing to resolve; connected (and worded) as unix targets
         try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_unix_connection(path)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"{path}: timed out after {timeout:.1f}s") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(f"{path}: {describe_os_error(exc)}") from exc
+            sock = unix.connected(path)
+        except unix.NotAccepted as exc:
+            raise httpcore.ConnectError(f"{path}: {exc}") from exc
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock)
+        except BaseException:
+            sock.close()
+            raise
         return NetStream(reader, writer)
 
     async def sleep(self, seconds: float) -> None:

@@ -54,18 +54,34 @@ def socket_path(url: str, scheme: str) -> str:
     return path
 
 
+class NotAccepted(Exception):
+    """The connection was not accepted; the message says why, as unix targets word it."""
+
+
 def connect_unix(path: str) -> Outcome:
     """Ready when a connection to the socket at ``path`` is accepted."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.setblocking(False)
-        try:
-            sock.connect(path)
-        except BlockingIOError:
-            # Linux: the listener's backlog is full. It is listening but not accepting.
-            return Outcome.down(f"{path}: listening, but its backlog is full")
-        except OSError as exc:
-            return Outcome.down(f"{path}: {_describe(path, exc)}")
+    try:
+        connected(path).close()
+    except NotAccepted as exc:
+        return Outcome.down(f"{path}: {exc}")
     return Outcome.up(f"connected to {path}")
+
+
+def connected(path: str) -> socket.socket:
+    """A non-blocking socket connected to ``path`` (also for http+unix), or NotAccepted."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        sock.connect(path)
+        return sock
+    except BlockingIOError:
+        # Linux: the listener's backlog is full. It is listening but not accepting (and an
+        # event loop's connect would take the socket for connected, and fail on writing).
+        why = "listening, but its backlog is full"
+    except OSError as exc:
+        why = _describe(path, exc)
+    sock.close()
+    raise NotAccepted(why)  # outside the except: the errno's words are ours, not a cause
 
 
 def _describe(path: str, exc: OSError) -> str:
