@@ -294,6 +294,16 @@ def truncated(conn: socket.socket) -> None:
     conn.sendall(server.data_to_send())
 
 
+def status(value: str) -> Callable[[socket.socket], None]:
+    def reply(conn: socket.socket) -> None:
+        server, stream = h2_server(conn)
+        server.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
+        server.send_headers(stream, [("grpc-status", value)], end_stream=True)
+        conn.sendall(server.data_to_send())
+
+    return reply
+
+
 def goaway(conn: socket.socket) -> None:
     server, _ = h2_server(conn)
     server.close_connection(error_code=11)
@@ -310,6 +320,11 @@ def goaway(conn: socket.socket) -> None:
         (no_status, "the answer has no grpc-status: not a gRPC server?"),
         (truncated, "server in a truncated message"),
         (goaway, "the server closed the connection (GOAWAY ENHANCE_YOUR_CALM)"),
+        (status("\u00b2"), "the answer's grpc-status is not a status code: not a gRPC server?"),
+        (status("\u0663"), "the answer's grpc-status is not a status code"),  # Arabic-Indic 3
+        (status("1" * 5000), "the answer's grpc-status is not a status code"),
+        (status("-1"), "the answer's grpc-status is not a status code"),
+        (status("99"), "health check failed: code 99"),
     ],
 )
 def test_hostile_servers_are_not_ready_with_a_reason(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -90,3 +91,31 @@ def test_bad_targets(text: str, error: str) -> None:
     with pytest.raises(TargetError, match=error) as info:
         parse_target(text)
     assert "pw" not in str(info.value)
+
+
+def test_a_full_backlog_reads_as_for_unix_targets(tmp_path: Path) -> None:
+    path = tmp_path / "app.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(0)
+        held = []
+        try:
+            for _ in range(8):  # fill the backlog: nobody accepts
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                client.setblocking(False)
+                held.append(client)
+                try:
+                    client.connect(str(path))
+                except BlockingIOError:
+                    break
+            assert reason(address(path)) == "listening, but its backlog is full"
+            assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
+        finally:
+            for client in held:
+                client.close()
+
+
+def test_a_regular_file_is_not_a_socket(tmp_path: Path) -> None:
+    path = tmp_path / "app.sock"
+    path.write_text("")
+    assert reason(address(path)) == "not a socket"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,3 +113,69 @@ def test_targets() -> None:
     with pytest.raises(WaitTimeout) as info:
         wait_for(target, timeout=0.3)
     assert "m-s3cret" not in f"{target} {target!r} {info.value} {info.value.results}"
+
+
+def _ask(port: int, command: bytes, end: bytes, login: bytes = b"") -> str:
+    """``command``'s answer, up to ``end`` (after ``set auth`` with ``login`` if given)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        answer = b""
+        if login:
+            sock.sendall(b"set auth 0 0 %d\r\n%s\r\n" % (len(login), login))
+            while not answer.endswith(b"\r\n"):
+                answer += sock.recv(65536)
+            assert answer == b"STORED\r\n"
+            answer = b""
+        sock.sendall(command + b"\r\n")
+        while not answer.endswith(end):
+            data = sock.recv(65536)
+            assert data, answer
+            answer += data
+    return answer.decode()
+
+
+def _stored(port: int, login: bytes = b"") -> dict[str, str]:
+    """What the server holds and has ever stored: its item counters, and the key ``auth``."""
+    stats = dict(
+        line.split(" ", 2)[1:]
+        for line in _ask(port, b"stats", b"END\r\n", login).splitlines()
+        if line.startswith("STAT ")
+    )
+    return {
+        "total_items": stats["total_items"],
+        "curr_items": stats["curr_items"],
+        "auth": _ask(port, b"mg auth v", b"\r\n", login),
+        "metadump": _ask(port, b"lru_crawler metadump all", b"END\r\n", login),
+    }
+
+
+NOTHING_STORED = {"total_items": "0", "curr_items": "0", "auth": "EN\r\n", "metadump": "END\r\n"}
+
+
+def test_credentials_are_never_stored_in_a_server_without_authentication(
+    memcached: MakeServer,
+) -> None:
+    """Without -Y the text protocol's login is a plain set: it must not be sent."""
+    server = memcached()
+    server.start()
+    target = f"memcached://app:Sup3rS3cret@127.0.0.1:{server.port}"
+    outcome = probe(target)
+    now = MemcachedCheck(parse_target(target)).probe_now(2.0)
+    [result] = wait_for(target, timeout=10)
+    assert _stored(server.port) == NOTHING_STORED
+    assert (outcome.ready, now and now.ready, result.ready) == (True, True, True)
+    assert outcome.reason.endswith("(authentication is off: the credentials were not sent)")
+
+
+def test_logging_in_stores_nothing(memcached: MakeServer, tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    users.write_text("app:m-s3cret\n")
+    server = memcached("-Y", str(users))
+    server.start()
+    for target in (
+        f"memcached://app:m-s3cret@127.0.0.1:{server.port}",
+        f"memcached://app:wrong@127.0.0.1:{server.port}",
+        f"memcached://127.0.0.1:{server.port}",
+    ):
+        probe(target)
+        MemcachedCheck(parse_target(target)).probe_now(2.0)
+    assert _stored(server.port, login=b"app m-s3cret") == NOTHING_STORED

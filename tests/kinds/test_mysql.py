@@ -7,9 +7,11 @@ machine's shared server, which is only pinged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -483,3 +485,96 @@ def test_address_forms() -> None:
     assert str(parse_target("mysql://db")) == "mysql://db:3306"
     assert str(parse_target("mariadb://u:p@[::1]:3307/app")) == "mariadb://u:***@[::1]:3307/app"
     assert dict(parse_target("mysql://db/x?sslMode=verify_ca").params)["ssl_mode"] == "VERIFY_CA"
+
+
+# --- query mode against scripted peers ---------------------------------------------------------
+
+CLIENT_SSL = 0x800
+
+
+def peer_greeting(
+    capabilities: int = 0x81FF_F7FF & ~CLIENT_SSL, version: bytes = b"8.0.99"
+) -> bytes:
+    """A MySQL 8 style greeting (mysql_native_password) as a packet."""
+    payload = (
+        b"\x0a" + version + b"\0" + struct.pack("<I", 7) + b"abcdefgh\0"
+        + struct.pack("<HBHH", capabilities & 0xFFFF, 33, 2, capabilities >> 16)
+        + bytes([21]) + bytes(10) + b"ijklmnopqrst\0mysql_native_password\0"
+    )  # fmt: skip
+    return _packet(0, payload)
+
+
+def _packet(sequence: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "little") + bytes([sequence]) + payload
+
+
+def _read_packet(conn: socket.socket) -> bytes:
+    header = _receive(conn, 4)
+    return _receive(conn, int.from_bytes(header[:3], "little"))
+
+
+def _receive(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def cleartext_asking_peer(
+    switch: bytes, received: list[bytes], context: Any = None
+) -> Callable[[socket.socket], None]:
+    """Greets (offering TLS when given a server ``context``), takes the login, switches it to a
+    plugin that wants the password in clear, and keeps all the client sends after that."""
+
+    def answer(conn: socket.socket) -> None:
+        caps = 0x81FF_F7FF | (CLIENT_SSL if context else 0)
+        conn.sendall(peer_greeting(caps & ~(0 if context else CLIENT_SSL)))
+        login = _read_packet(conn)
+        if context is not None and len(login) == 32:  # an SSLRequest: TLS, then the login
+            conn = context.wrap_socket(conn, server_side=True)
+            _read_packet(conn)
+            conn.sendall(_packet(3, b"\xfe" + switch))
+        else:
+            conn.sendall(_packet(2, b"\xfe" + switch))
+        conn.settimeout(1.0)
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                received.append(data)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "switch", [b"mysql_clear_password\0", b"dialog\0\x04Password: "], ids=["clear", "dialog"]
+)
+def test_query_mode_never_sends_the_password_in_clear_without_tls(switch: bytes) -> None:
+    received: list[bytes] = []
+    plugin = switch.split(b"\0")[0].decode()
+    with scripted_peer(cleartext_asking_peer(switch, received)) as port:
+        url = f"mysql://app:Cl3ar-S3cret@127.0.0.1:{port}/#mode=query"
+        outcome = probe(url)
+        time.sleep(0.2)  # whatever the client sent has arrived
+        assert not any(b"Cl3ar-S3cret" in data for data in received), received
+        assert outcome.permanent
+        assert outcome.reason == (
+            f"the server asks for the password in clear ({plugin}) over a connection without"
+            " TLS; refusing (use a server with TLS, ssl-mode=REQUIRED)"
+        )
+        with pytest.raises(CheckFailed, match="refusing"):
+            wait_for(url, timeout=10)
+
+
+def test_query_mode_sends_the_cleartext_password_over_tls() -> None:
+    """Encrypted, the cleartext plugins work as the mysql client lets them."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    received: list[bytes] = []
+    peer = cleartext_asking_peer(b"mysql_clear_password\0", received, context)
+    with scripted_peer(peer) as port:
+        probe(f"mysql://app:Cl3ar-S3cret@127.0.0.1:{port}/?ssl-mode=REQUIRED#mode=query")
+        time.sleep(0.2)
+    assert b"Cl3ar-S3cret\0" in b"".join(received)

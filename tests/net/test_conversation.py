@@ -14,6 +14,8 @@ from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT
 from tests.servers import listening, scripted_peer
 from waitfor.kind import Outcome
 from waitfor.net.conversation import (
+    MAX_READS,
+    YIELD_EVERY,
     Briefly,
     Closed,
     Conversation,
@@ -136,3 +138,75 @@ def test_a_ready_first_attempt_imports_no_asyncio() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def lines_forever() -> Conversation:
+    """A client that reads lines as long as they come (as NATS reads +OK until PONG)."""
+    while True:
+        yield ReadLine(limit=16)
+
+
+def flood(conn: socket.socket) -> None:
+    chunk = b"+OK\r\n" * 4096
+    while True:  # until the client hangs up (OSError ends the peer)
+        conn.sendall(chunk)
+
+
+def test_a_flood_is_not_ready_after_a_bounded_number_of_reads() -> None:
+    """Both drivers give up on a peer that only keeps sending, well before the deadline."""
+    with scripted_peer(flood) as port:
+
+        async def streams() -> Outcome:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                return await run_async(lines_forever(), reader, writer)
+            finally:
+                writer.close()
+
+        started = time.monotonic()
+        over_streams = asyncio.run(streams())
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            blocking = run_blocking(lines_forever(), sock, time.monotonic() + 30)
+    assert over_streams == blocking
+    assert over_streams.reason == (
+        f"the server kept sending without answering ({MAX_READS:,} reads)"
+    )
+    assert time.monotonic() - started < 10
+
+
+def test_reading_buffered_data_lets_the_loop_run() -> None:
+    """Buffered data is read without suspending: the driver yields to the loop anyway, or a
+    flood would starve the deadline (asyncio.timeout) and the signal handlers of the loop."""
+    count = MAX_READS // 2
+    left, right = socket.socketpair()
+    with left, right:
+        right.sendall(b"+OK\r\n" * count)  # all of it buffered at once
+
+        async def main() -> int:
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0)
+
+            def read_them() -> Conversation:
+                for _ in range(count):
+                    yield ReadLine(limit=16)
+                return Outcome.up(f"{ticks}")  # how often the loop ran meanwhile
+
+            reader, writer = await asyncio.open_connection(sock=left)
+            await asyncio.sleep(0.3)  # the loop reads all of it into the reader's buffer
+            ticker = asyncio.create_task(tick())
+            await asyncio.sleep(0)
+            started = ticks
+            try:
+                outcome = await run_async(read_them(), reader, writer)
+            finally:
+                ticker.cancel()
+                writer.close()
+            return int(outcome.reason) - started
+
+        ticks = asyncio.run(main())
+    assert ticks >= count // YIELD_EVERY // 2

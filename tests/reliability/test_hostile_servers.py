@@ -7,13 +7,20 @@ the attempt's budget.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
+import re
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,3 +116,91 @@ def test_fuzzed_answers_are_an_outcome_in_time(answer: bytes, url: str) -> None:
     assert took < BUDGET + 1.0
     if not outcome.ready:
         assert not outcome.permanent  # a hostile peer is never the user's configuration error
+
+
+def malformed_greetings() -> list[bytes]:
+    """MySQL greetings cut at every byte, with versions no server has, and garbage: each a
+    complete packet, so the client has to parse it."""
+    payload = GREETING[4:]
+    cut = [payload[:size] for size in range(len(payload))]
+    versions = [b"\x0a" + version + payload[payload.index(b"\0") :] for version in (b"", b"x.1")]
+    versions += [b"\x0a\xb2" + payload[2:], b"\x09" + payload[1:]]  # "²", protocol 9
+    garbage = [random.Random(seed).randbytes(size) for seed, size in enumerate((1, 8, 40, 90))]
+    garbage += [b"\x0a" + random.Random(seed).randbytes(60) for seed in range(8)]
+    return [mysql_packet(0, greeting) for greeting in cut + versions + garbage]
+
+
+def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
+    """Query mode (PyMySQL) gives each a reason, as ping mode does: the CLI times out (124) with
+    one line per target, no traceback."""
+    greetings = malformed_greetings()
+    with contextlib.ExitStack() as stack:
+        ports = [stack.enter_context(hostile_server(greeting)) for greeting in greetings]
+        run = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-t", "8", "-q"]
+            + [f"mysql://u:p@127.0.0.1:{port}/#mode=query" for port in ports],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert "Traceback" not in run.stderr
+    assert run.returncode == 124, run.stderr
+    reasons = set()
+    for port in ports:
+        [line] = [line for line in run.stderr.splitlines() if f":{port}#" in line]
+        reason = line.partition("attempts): ")[2] or line.partition("attempt): ")[2]
+        if in_flight := re.fullmatch(r"timed out after [\d.]+s \(previous attempt: (.*)\)", reason):
+            reason = in_flight[1]  # one more attempt was under way at the deadline
+        reasons.add(reason)
+    # Cut greetings PyMySQL can still log in with meet the peer's hang-up; no attempt is stuck.
+    assert reasons <= {
+        "not a MySQL server (malformed greeting)",
+        "not a MySQL server (malformed packet during the login)",
+        "Lost connection to MySQL server during query (2013)",
+        *(
+            f"not a MySQL server (its greeting is protocol {n}, not protocol 10)"
+            for n in range(256)
+        ),
+    }
+
+
+def flooding(greeting: bytes, frame: bytes) -> Callable[[socket.socket], None]:
+    """A peer that greets, then sends ``frame`` without end (until the client hangs up)."""
+
+    def answer(conn: socket.socket) -> None:
+        conn.sendall(greeting)
+        chunk = frame * (65536 // len(frame))
+        while True:
+            conn.sendall(chunk)
+
+    return answer
+
+
+FLOODS = {
+    "nats://u:p@127.0.0.1:{port}": flooding(NATS_INFO, b"+OK\r\n"),
+    "amqp://u:p@127.0.0.1:{port}/": flooding(AMQP_START, bytes([8, 0, 0, 0, 0, 0, 0, 0xCE])),
+}
+
+
+@pytest.mark.parametrize("url", FLOODS)
+def test_a_flood_leaves_the_deadline_and_signals_alone(url: str) -> None:
+    """A peer that sends heartbeats or +OK without end: each attempt gives up after a bounded
+    number of reads, the deadline holds and SIGTERM is heard at once."""
+    with scripted_peer(FLOODS[url]) as port:
+        command = [sys.executable, "-m", "waitfor", "-q", url.format(port=port)]
+        started = time.monotonic()
+        run = subprocess.run([*command, "-t", "2"], capture_output=True, text=True, timeout=30)
+        took = time.monotonic() - started
+        assert run.returncode == 124, run.stderr
+        assert "the server kept sending without answering" in run.stderr
+        assert took < 2 + 0.5 + 0.3  # the deadline, the allowance, and the interpreter's start
+        waiting = subprocess.Popen([*command, "-t", "30"], stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)  # attempts under way
+            signalled = time.monotonic()
+            waiting.send_signal(signal.SIGTERM)
+            assert waiting.wait(timeout=10) == 143
+            assert time.monotonic() - signalled < 0.3
+        finally:
+            waiting.kill()
+            waiting.wait()

@@ -51,6 +51,8 @@ CODES = (
 UNIMPLEMENTED, NOT_FOUND = CODES.index("UNIMPLEMENTED"), CODES.index("NOT_FOUND")
 #: the answer is two bytes of protobuf; anything much longer is not a health answer
 ANSWER_LIMIT = 16 * 1024
+STATUS_DIGITS = 10  # grpc-status is an int32 (0-16 in use): more digits is not gRPC
+MALFORMED_STATUS = -1  # a grpc-status that is not one
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _AUTHORITY = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+")
 
@@ -152,6 +154,8 @@ class GrpcCheck(Check):
             return Outcome.down(f"HTTP {answer.http_status} instead of a gRPC answer")
         if answer.code is None:
             return Outcome.down("the answer has no grpc-status: not a gRPC server?")
+        if answer.code == MALFORMED_STATUS:
+            return Outcome.down("the answer's grpc-status is not a status code: not a gRPC server?")
         message = f": {answer.message}" if answer.message else ""
         if answer.code == UNIMPLEMENTED:
             return Outcome.fatal(
@@ -254,8 +258,11 @@ def _take_headers(answer: _Answer, headers: Any) -> None:
     for name, value in headers:
         if name == ":status":
             answer.http_status = value
-        elif name == "grpc-status" and value.isdigit():
-            answer.code = int(value)
+        elif name == "grpc-status":
+            # ASCII digits, a few: int() also takes "²"-like digits (ValueError) and thousands
+            # of them (ValueError past its 4,300-digit limit, slow below it).
+            ok = value.isascii() and value.isdigit() and len(value) <= STATUS_DIGITS
+            answer.code = int(value) if ok else MALFORMED_STATUS
         elif name == "grpc-message":
             answer.message = " ".join(unquote(value).split())[:200]
 

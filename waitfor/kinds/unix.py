@@ -8,19 +8,17 @@ probe is one non-blocking ``connect``.
 
 from __future__ import annotations
 
-import errno
 import os
-import socket
-import stat
 
-from waitfor.kind import Address, Check, Outcome, describe_os_error
+from waitfor.kind import Address, Check, Options, Outcome
+from waitfor.net.unixsock import NotAccepted, connected
 from waitfor.urlsplit import unquote
 
 #: sun_path holds 108 bytes on Linux, the last one a NUL
 MAX_PATH_BYTES = 107
 
 
-class UnixCheck(Check):
+class UnixCheck(Check[Options]):
     USAGE = (("unix:///path/to.sock", "a connection to the Unix socket is accepted"),)
 
     @classmethod
@@ -56,25 +54,8 @@ def socket_path(url: str, scheme: str) -> str:
 
 def connect_unix(path: str) -> Outcome:
     """Ready when a connection to the socket at ``path`` is accepted."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.setblocking(False)
-        try:
-            sock.connect(path)
-        except BlockingIOError:
-            # Linux: the listener's backlog is full. It is listening but not accepting.
-            return Outcome.down(f"{path}: listening, but its backlog is full")
-        except OSError as exc:
-            return Outcome.down(f"{path}: {_describe(path, exc)}")
+    try:
+        connected(path).close()
+    except NotAccepted as exc:
+        return Outcome.down(f"{path}: {exc}")
     return Outcome.up(f"connected to {path}")
-
-
-def _describe(path: str, exc: OSError) -> str:
-    if exc.errno == errno.ECONNREFUSED:
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            mode = stat.S_IFSOCK
-        if not stat.S_ISSOCK(mode):
-            return "not a socket"
-        return "connection refused (a socket file with nothing listening)"
-    return describe_os_error(exc)

@@ -55,6 +55,14 @@ Step = Send | Read | ReadLine | StartTls | Briefly
 Conversation = Generator[Step, bytes, Outcome]
 
 
+#: reads one conversation may make: the longest real exchange needs dozens; a peer that floods
+#: (heartbeats, +OK, PINGs) is not answering, and a reply no longer counts as a sign of life
+MAX_READS = 10_000
+#: read steps between two passes of the event loop: data already buffered is read without
+#: suspending, and a task that never suspends hears neither its deadline nor a signal
+YIELD_EVERY = 16
+
+
 class Closed(Exception):
     """The peer closed the connection before sending what was asked for."""
 
@@ -89,6 +97,7 @@ async def run_async(
 
     answer: bytes | BaseException | None = None  # None starts the generator
     soft = float("inf")
+    reads = 0
     while True:
         try:
             step = _advance(conversation, answer)
@@ -96,6 +105,13 @@ async def run_async(
             outcome: Outcome = stop.value
             return outcome
         answer = b""
+        if isinstance(step, Read | ReadLine):
+            reads += 1
+            if reads > MAX_READS:
+                conversation.close()
+                return _flooded()
+            if reads % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
         try:
             async with asyncio.timeout(None if soft == float("inf") else soft - time.monotonic()):
                 if isinstance(step, Send):
@@ -165,6 +181,7 @@ def run_blocking(conversation: Conversation, sock: socket.socket, deadline: floa
     buffered = bytearray()
     answer: bytes | BaseException | None = None  # None starts the generator
     soft = deadline
+    reads = 0
     while True:
         try:
             step = _advance(conversation, answer)
@@ -172,6 +189,13 @@ def run_blocking(conversation: Conversation, sock: socket.socket, deadline: floa
             outcome: Outcome = stop.value
             return outcome
         answer = b""
+        if isinstance(step, Read | ReadLine):
+            reads += 1
+            if reads > MAX_READS:
+                conversation.close()
+                return _flooded()
+            if time.monotonic() > deadline:  # data already buffered needs no recv, which checks
+                raise TimeoutError
         try:
             if isinstance(step, Send):
                 _timeout(sock, soft)
@@ -238,6 +262,10 @@ def _line(
     line = bytes(buffered[:size])
     del buffered[:size]
     return line
+
+
+def _flooded() -> Outcome:
+    return Outcome.down(f"the server kept sending without answering ({MAX_READS:,} reads)")
 
 
 def _advance(conversation: Conversation, answer: bytes | BaseException | None) -> Step:

@@ -19,8 +19,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from waitfor.kind import describe_os_error
-from waitfor.net import aio
+from waitfor.net import aio, unixsock
 
 
 class NetBackend(httpcore.AsyncNetworkBackend):
@@ -49,14 +48,16 @@ class NetBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        # http+unix: a local path, nothing to resolve
+        # http+unix: a local path, nothing to resolve; connected (and worded) as unix targets
         try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_unix_connection(path)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"{path}: timed out after {timeout:.1f}s") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(f"{path}: {describe_os_error(exc)}") from exc
+            sock = unixsock.connected(path)
+        except unixsock.NotAccepted as exc:
+            raise httpcore.ConnectError(f"{path}: {exc}") from exc
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock)
+        except BaseException:
+            sock.close()
+            raise
         return NetStream(reader, writer)
 
     async def sleep(self, seconds: float) -> None:

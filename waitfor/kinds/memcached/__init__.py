@@ -1,9 +1,10 @@
 """memcached: ready when ``version`` answers ``VERSION …`` (text protocol, spoken natively).
 
-``memcached://[USER:PASSWORD@]HOST[:PORT]`` (port 11211). With credentials, the text protocol's
-authentication (a server started with ``-Y authfile``) comes first: a refused login is retried and
-never printed. Without credentials, a server that wants them (``CLIENT_ERROR unauthenticated``) is
-up, as a PostgreSQL server that asks for a password is up for pg_isready.
+``memcached://[USER:PASSWORD@]HOST[:PORT]`` (port 11211). ``version`` goes first; only a server
+that refuses it as unauthenticated (started with ``-Y authfile``) gets the text protocol's login,
+whose refusal is retried and never printed. Without credentials, such a server is up, as a
+PostgreSQL server that asks for a password is up for pg_isready. Credentials are never sent to a
+server without authentication: there the login is a plain ``set`` that would store them.
 
 The protocol itself lives in :mod:`.memcachedwire`, imported when a probe runs.
 """

@@ -1,4 +1,4 @@
-"""memcached's text protocol on the wire: the optional login, then ``version``.
+"""memcached's text protocol on the wire: ``version``, with a login first if the server wants one.
 
 Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
 blocking socket for the first attempt before the event loop exists (``probe_now``).
@@ -44,20 +44,31 @@ def probe_now(address: tuple[str, int], user: str, password: str, budget: float)
 
 
 def version(user: str, password: str) -> Conversation:
-    """Log in when there are credentials (user "" for none), then ask ``version``."""
-    if user:
-        # The text protocol's login: a "set" whose value is "USER PASSWORD".
+    """Ask ``version``; log in only when the server refuses it as unauthenticated (user "" for no
+    credentials), then ask again.
+
+    The text protocol's login is ``set auth``: on a server without authentication that is an
+    ordinary set, which would store the credentials in the cache for every client to read. So
+    ``version`` (which stores nothing) goes first and tells whether the server wants a login at
+    all; credentials given to a server that wants none are not sent, and the server is ready (any
+    client, the app's included, is served), saying so.
+    """
+    yield Send(b"version\r\n")
+    answer = yield from read_line()
+    if answer == "CLIENT_ERROR unauthenticated":
+        if not user:
+            return Outcome.up("server is up (it requires authentication)")
         login = f"{user} {password}".encode()
         yield Send(b"set auth 0 0 %d\r\n%s\r\n" % (len(login), login))
         answer = yield from read_line()
         if answer != "STORED":
             return Outcome.down(f"authentication failed: {answer}")
-    yield Send(b"version\r\n")
-    answer = yield from read_line()
+        yield Send(b"version\r\n")
+        answer = yield from read_line()
+    elif user and answer.startswith("VERSION "):
+        return Outcome.up(f"{answer} (authentication is off: the credentials were not sent)")
     if answer.startswith("VERSION "):
         return Outcome.up(answer)
-    if answer == "CLIENT_ERROR unauthenticated":
-        return Outcome.up("server is up (it requires authentication)")
     if answer.startswith(("SERVER_ERROR", "CLIENT_ERROR", "ERROR")):
         return Outcome.down(answer)
     return Outcome.down(f"not a memcached server (it answered {answer[:40]!r})")

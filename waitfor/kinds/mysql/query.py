@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -17,15 +19,25 @@ from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome, describe_os_error
 from waitfor.kinds.mysql import DEFAULT_PORT, MysqlOptions
-from waitfor.kinds.mysql.ping import default_user
+from waitfor.kinds.mysql.ping import ProtocolError, default_user, parse_greeting
 from waitfor.net import aio, tls
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from pymysql.connections import Connection
 
     from waitfor.targets import Target
 
 ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+#: auth plugins that send the password itself: only over TLS (the mysql client's default too)
+CLEARTEXT_PLUGINS = frozenset({b"mysql_clear_password", b"dialog"})
+#: what PyMySQL raises on packets it cannot parse: a peer's doing, so "not ready", not a crash
+MALFORMED = (IndexError, struct.error, ValueError, AssertionError)
+
+
+class CleartextRefused(Exception):
+    """The server asked for the password in clear over a connection without TLS."""
 
 
 def _tls(params: dict[str, str]) -> ssl.SSLContext | None:
@@ -80,7 +92,7 @@ def _login_and_query(
 
     params = dict(target.params)
     timeout = sock.gettimeout() or 1.0
-    connection: Connection[pymysql.cursors.Cursor] = pymysql.connections.Connection(
+    connection: Connection[pymysql.cursors.Cursor] = _connection_class()(
         host=target.host,
         port=target.port or DEFAULT_PORT,
         user=params["user"] or default_user(),
@@ -102,6 +114,15 @@ def _login_and_query(
     except (OSError, ssl.SSLError) as exc:
         sock.close()
         return Outcome.down(_os_reason(exc))
+    except ProtocolError as exc:  # ping's words for a greeting that is not MySQL's
+        sock.close()
+        return Outcome.down(str(exc))
+    except CleartextRefused as exc:
+        sock.close()
+        return Outcome.fatal(str(exc))
+    except MALFORMED:
+        sock.close()
+        return Outcome.down("not a MySQL server (malformed packet during the login)")
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -121,8 +142,44 @@ def _login_and_query(
         return Outcome.down(f"query failed: {_message(exc)}")
     except OSError as exc:
         return Outcome.down(_os_reason(exc))
+    except MALFORMED:
+        return Outcome.down("not a MySQL server (malformed answer to SELECT 1)")
     finally:
         connection.close()  # COM_QUIT: a clean goodbye, not an aborted client
+
+
+@functools.cache
+def _connection_class() -> type[Connection[Any]]:
+    """PyMySQL's connection, checking the greeting as the ping does and refusing to send the
+    password in clear without TLS (made once, on first use: PyMySQL is imported only then)."""
+    import pymysql
+
+    class Connection(pymysql.connections.Connection):
+        def _get_server_information(self) -> None:
+            packet = self._read_packet()  # type: ignore[no-untyped-call]
+            greeting = parse_greeting(packet.get_all_data())  # ProtocolError, as in ping mode
+            if not greeting.version[:1].isdigit() or not greeting.version[:1].isascii():
+                raise ProtocolError("not a MySQL server (malformed greeting)")
+            # PyMySQL parses the same packet for itself.
+            self._read_packet = lambda *args: packet  # type: ignore[method-assign]
+            try:
+                super()._get_server_information()  # type: ignore[misc]
+            except MALFORMED:
+                raise ProtocolError("not a MySQL server (malformed greeting)") from None
+            finally:
+                del self._read_packet
+
+        def _process_auth(self, plugin_name: bytes, *args: object) -> object:
+            # PyMySQL would answer these with the password itself, readable by anyone on the way.
+            if plugin_name in CLEARTEXT_PLUGINS and not self._secure:  # type: ignore[attr-defined]
+                name = plugin_name.decode()
+                raise CleartextRefused(
+                    f"the server asks for the password in clear ({name}) over a connection"
+                    " without TLS; refusing (use a server with TLS, ssl-mode=REQUIRED)"
+                )
+            return super()._process_auth(plugin_name, *args)  # type: ignore[misc]
+
+    return Connection
 
 
 def _login_failure(target: Target, exc: Exception) -> Outcome:

@@ -39,6 +39,10 @@ class ProtocolError(Exception):
     """The peer's bytes are not the NATS we expect: the message says what was wrong."""
 
 
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser can follow."""
+
+
 class Refused(Exception):
     """The server answered -ERR: the message is its words."""
 
@@ -120,7 +124,9 @@ def read_info() -> Generator[Step, bytes, dict[str, Any]]:
     if verb.upper() != "INFO":
         raise ProtocolError(f"not a NATS server (it answered {line[:40]!r})")
     try:
-        info = json.loads(body)
+        info = loads(body)
+    except TooDeep:
+        raise ProtocolError("malformed INFO from the server (JSON nested too deeply)") from None
     except ValueError:
         raise ProtocolError("malformed INFO from the server") from None
     if not isinstance(info, dict):
@@ -176,7 +182,9 @@ def jetstream_info(detail: str) -> Generator[Step, bytes, Outcome]:
 
 def jetstream_verdict(data: bytes, detail: str) -> Outcome:
     try:
-        answer = json.loads(data)
+        answer = loads(data)
+    except TooDeep:
+        return Outcome.down("JetStream answered with JSON nested too deeply")
     except ValueError:
         return Outcome.down("JetStream answered with something that is not JSON")
     if not isinstance(answer, dict):
@@ -188,6 +196,15 @@ def jetstream_verdict(data: bytes, detail: str) -> Outcome:
     streams = answer.get("streams")
     counted = f", {streams} streams" if isinstance(streams, int) else ""
     return Outcome.up(f"JetStream answers on {detail}{counted}")
+
+
+def loads(text: str | bytes) -> Any:
+    """The server's JSON; ValueError when it is not JSON, :class:`TooDeep` when nested too deep
+    for the parser, which recurses (thousands of brackets would be a RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TooDeep from None
 
 
 def connect_line(params: dict[str, str], *, tls: bool) -> bytes:
