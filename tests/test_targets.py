@@ -111,8 +111,8 @@ def test_defaults_apply_only_to_kinds_that_know_them() -> None:
     tcp = parse_target("tcp://db:1", defaults={"insecure": "true"})
     assert isinstance(http.options, HttpOptions)
     assert isinstance(own.options, HttpOptions)
-    assert http.options.insecure
-    assert not own.options.insecure
+    assert http.options.tls.insecure
+    assert not own.options.tls.insecure
     assert tcp.kind == "tcp"
 
 

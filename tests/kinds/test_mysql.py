@@ -447,10 +447,11 @@ def test_tls_modes(tls_server: tuple[MariaDB, trustme.CA], tmp_path: Path) -> No
     assert assert_parity("127.0.0.1", server.port, "app").ready
 
 
-def test_missing_ca_file_is_a_configuration_error(running: MariaDB, tmp_path: Path) -> None:
+def test_missing_ca_file_is_refused_when_parsed(running: MariaDB, tmp_path: Path) -> None:
+    """As for rediss/mqtts/grpcs: exit 2 before "waiting for", not after."""
     url = running.url(extra=f"?ssl-mode=VERIFY_CA&ssl-ca={tmp_path}/none.crt#mode=query")
-    with pytest.raises(CheckFailed, match="TLS configuration"):
-        wait_for(url, timeout=5)
+    with pytest.raises(TargetError, match=r"ssl-ca .*none\.crt' does not exist"):
+        parse_target(url)
 
 
 def test_passwords_never_shown() -> None:

@@ -150,7 +150,7 @@ def test_tls(nats: MakeServer, certificate: tuple[Path, Path]) -> None:
         (b"INFO " + b"[" * 60000 + b"\r\n", "malformed INFO from the server (JSON nested too"),
         (b"INFO " + b'{"a":' * 6000 + b"\r\n", "malformed INFO from the server (JSON nested too"),
         (b"-ERR 'maximum connections exceeded'\r\n", "the server refused: maximum connections"),
-        (b"INFO {}" + b" " * 70000, "not a NATS server (no protocol line)"),
+        (b"INFO {}" + b" " * 70000, "not a NATS server (an endless line)"),
         (b"INFO {}\r\nWHAT\r\n", "unexpected answer to PING: 'WHAT'"),
         (b"INFO {}\r\n", "the server closed the connection"),
         (b"", "the server closed the connection"),

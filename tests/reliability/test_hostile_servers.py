@@ -138,7 +138,7 @@ def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
         ports = [stack.enter_context(hostile_server(greeting)) for greeting in greetings]
         run = subprocess.run(
             [sys.executable, "-m", "waitfor", "-t", "8", "-q"]
-            + [f"mysql://u:p@127.0.0.1:{port}/#mode=query" for port in ports],
+            + [f"mysql://u:pw-x9@127.0.0.1:{port}/#mode=query" for port in ports],
             capture_output=True,
             text=True,
             timeout=60,
@@ -177,8 +177,8 @@ def flooding(greeting: bytes, frame: bytes) -> Callable[[socket.socket], None]:
 
 
 FLOODS = {
-    "nats://u:p@127.0.0.1:{port}": flooding(NATS_INFO, b"+OK\r\n"),
-    "amqp://u:p@127.0.0.1:{port}/": flooding(AMQP_START, bytes([8, 0, 0, 0, 0, 0, 0, 0xCE])),
+    "nats://u:pw-x9@127.0.0.1:{port}": flooding(NATS_INFO, b"+OK\r\n"),
+    "amqp://u:pw-x9@127.0.0.1:{port}/": flooding(AMQP_START, bytes([8, 0, 0, 0, 0, 0, 0, 0xCE])),
 }
 
 

@@ -26,11 +26,11 @@ from waitfor.kind import (
     OptionPairs,
     Outcome,
     describe_os_error,
-    flag,
     host_port,
     reject_unknown,
     single,
 )
+from waitfor.net import tls
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
@@ -60,16 +60,15 @@ _AUTHORITY = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+")
 class GrpcOptions(Value):
     service: str = ""
     authority: str | None = None
-    insecure: bool = False
-    cacert: str | None = None
+    tls: tls.TlsOptions = tls.TlsOptions()
 
 
-class GrpcCheck(Check):
+class GrpcCheck(Check[GrpcOptions]):
     USAGE = (
         ("grpc://HOST:PORT", "the gRPC health service answers SERVING"),
         ("grpcs://HOST:PORT#service=NAME&cacert=ca.pem", "the same over TLS, for one service"),
     )
-    OPTION_NAMES = frozenset({"service", "authority", "insecure", "cacert"})
+    OPTION_NAMES = frozenset({"service", "authority"}) | tls.OPTION_NAMES
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
@@ -88,31 +87,17 @@ class GrpcCheck(Check):
         authority = single(pairs, "authority")
         if authority is not None and not _AUTHORITY.fullmatch(authority):
             raise ValueError(f"authority {authority!r} is not a HOST[:PORT]")
-        cacert = single(pairs, "cacert")
-        if cacert is not None:
-            from waitfor.net import tls
-
-            tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
         return GrpcOptions(
             service=single(pairs, "service") or "",
             authority=authority,
-            insecure=flag(pairs, "insecure"),
-            cacert=cacert,
+            tls=tls.parse_tls_options(pairs),
         )
-
-    @property
-    def options(self) -> GrpcOptions:
-        assert isinstance(self.target.options, GrpcOptions)
-        return self.target.options
 
     @cached_property
     def _tls(self) -> ssl.SSLContext | None:
         if self.target.scheme != "grpcs":
             return None  # --insecure / --cacert defaults reach plaintext targets too: moot
-        options = self.options
-        from waitfor.net import tls
-
-        return tls.client_context(verify=not options.insecure, cafile=options.cacert, alpn=("h2",))
+        return tls.client_context_for(self.options.tls, alpn=("h2",))
 
     async def probe(self, budget: float) -> Outcome:
         import ssl

@@ -143,9 +143,11 @@ async def attempt(
     budget: float,
     *,
     tls: ssl.SSLContext | None = None,
+    starttls: Callable[[], ssl.SSLContext] | None = None,
 ) -> Outcome:
     """One attempt on the event loop: connect within ``budget`` (``tls``: TLS from the first
-    byte), run ``conversation``, close. Not connecting is not ready, and says why; what the
+    byte; ``starttls`` makes the context for a :class:`StartTls` step), run ``conversation``,
+    close. Not connecting is not ready, and says why; what the
     conversation raises (the protocol's errors, Closed, OSError) is the caller's to word."""
     from waitfor.net import aio
 
@@ -155,7 +157,14 @@ async def attempt(
     except aio.NetError as exc:
         return Outcome.down(str(exc))
     try:
-        return await run_async(conversation, reader, writer, deadline=deadline)
+        return await run_async(
+            conversation,
+            reader,
+            writer,
+            tls=starttls,
+            server_hostname=address[0],
+            deadline=deadline,
+        )
     finally:
         writer.close()
 

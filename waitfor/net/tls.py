@@ -1,4 +1,11 @@
-"""TLS client contexts: built only for targets that speak TLS, once per distinct setting, shared.
+"""The one TLS path of every kind: the ``#cacert``/``#insecure`` options and client contexts.
+
+Verified by default against the system's CAs; ``cacert=FILE`` trusts a private CA instead and
+``insecure`` skips verification (explicit only), the same for every kind that speaks TLS.
+ssl is imported only when a context is made (about 10 ms): parsing a target never needs it,
+unless the target names a CA file, which is read then.
+
+Contexts are built only for targets that speak TLS, once per distinct setting, shared.
 
 Loading a CA bundle costs tens of milliseconds and about a megabyte, so a context is cached by its
 settings: 300 https targets with the same CA share one. Files (CA bundles, client certificates and
@@ -10,8 +17,35 @@ from __future__ import annotations
 
 import errno
 import os
-import ssl
 from functools import cache
+from typing import TYPE_CHECKING
+
+from waitfor.kind import OptionPairs, flag, single
+from waitfor.values import Value
+
+if TYPE_CHECKING:
+    import ssl
+
+#: the TLS options every kind that speaks TLS takes
+OPTION_NAMES = frozenset({"cacert", "insecure"})
+
+
+class TlsOptions(Value):
+    insecure: bool = False
+    cacert: str | None = None
+
+
+def parse_tls_options(pairs: OptionPairs) -> TlsOptions:
+    """``cacert`` and ``insecure``; a CA file that cannot be used is refused now (exit 2)."""
+    cacert = single(pairs, "cacert")
+    if cacert is not None:
+        client_context(cafile=cacert)
+    return TlsOptions(insecure=flag(pairs, "insecure"), cacert=cacert)
+
+
+def client_context_for(options: TlsOptions, *, alpn: tuple[str, ...] = ()) -> ssl.SSLContext:
+    """The context a target's TLS options ask for."""
+    return client_context(verify=not options.insecure, cafile=options.cacert, alpn=alpn)
 
 
 class TlsFileError(ValueError):
@@ -51,6 +85,8 @@ def _cached_context(
     what: tuple[str, str, str],
     alpn: tuple[str, ...] = (),
 ) -> ssl.SSLContext:
+    import ssl
+
     if not verify:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
@@ -87,6 +123,8 @@ def plaintext_only_context() -> ssl.SSLContext:
 
     Should such a client ever be handed an https URL, the handshake fails closed.
     """
+    import ssl
+
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
@@ -103,6 +141,8 @@ def _problem(path: str, what: str, exc: BaseException, expected: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
+    import ssl
+
     if isinstance(exc, ssl.SSLError):
         reason = (exc.reason or "").replace("_", " ").lower()
         return reason or "unreadable"

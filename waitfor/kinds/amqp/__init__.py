@@ -1,6 +1,6 @@
 """AMQP 0-9-1 (RabbitMQ): ``amqp://[user[:password]@]host[:port][/vhost]``, ``amqps://`` for TLS.
 
-The connection handshake is spoken natively (no client library, see :mod:`.amqpwire`): the header,
+The connection handshake is spoken natively (no client library, see :mod:`.wire`): the header,
 ``Connection.Start``/``Start-Ok`` (PLAIN), ``Tune``/``Tune-Ok``, ``Open``/``Open-Ok`` and, once the
 answer is known, ``Close``/``Close-Ok``, so the broker's connection list keeps nothing behind.
 
@@ -14,36 +14,26 @@ RabbitMQ logs each ping as a connection closed during the handshake.
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction, urls
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    choice,
-    host_port,
-    reject_unknown,
-)
-from waitfor.net import tlsoptions
-from waitfor.values import Value
+from waitfor.kind import Address, OptionPairs, host_port
+from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
+from waitfor.net import tls
 
 if TYPE_CHECKING:
-    import ssl
+    from waitfor.net.conversation import Conversation
 
-MODES = ("login", "ping")
 DEFAULT_CREDENTIAL = "guest"
 
 
-class AmqpOptions(Value):
-    mode: str = "login"
-    tls: tlsoptions.TlsOptions = tlsoptions.TlsOptions()
-
-
-class AmqpCheck(Check):
-    OPTION_NAMES = frozenset({"mode"}) | tlsoptions.OPTION_NAMES
+class AmqpCheck(ConversationCheck[ConversationOptions]):
+    SERVER = "AMQP"
+    DEFAULT_PORT = 5672
+    TLS_PORTS: ClassVar[Mapping[str, int]] = {"amqps": 5671}
+    MODES = ("login", "ping")
+    OPTION_NAMES = frozenset({"mode"}) | tls.OPTION_NAMES
     USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
         (
             "amqp://[USER[:PASSWORD]@]HOST[:PORT][/VHOST], amqps://…",
@@ -55,7 +45,7 @@ class AmqpCheck(Check):
     def parse_address(cls, scheme: str, url: str) -> Address:
         parts = urls.split(url)
         host = urls.host(parts)
-        port = urls.port(parts, 5671 if scheme == "amqps" else 5672)
+        port = urls.port(parts, cls.default_port(scheme))
         path = parts.path.removeprefix("/")
         if "/" in path:
             raise ValueError("a vhost containing '/' must be percent-encoded (%2F)")
@@ -78,28 +68,10 @@ class AmqpCheck(Check):
         return Address(host, port, display, secrets, params)
 
     @classmethod
-    def parse_options(cls, pairs: OptionPairs) -> AmqpOptions:
-        reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = choice(pairs, "mode", MODES, "login")
-        return AmqpOptions(mode=mode, tls=tlsoptions.parse_tls_options(pairs))
+    def parse_options(cls, pairs: OptionPairs) -> ConversationOptions:
+        return cls.parse_common(pairs)
 
-    @cached_property
-    def _tls(self) -> ssl.SSLContext | None:  # made once per target: loading CAs is not free
-        options: AmqpOptions = self.target.options  # type: ignore[assignment]
-        return tlsoptions.client_context(options.tls) if self.target.scheme == "amqps" else None
+    def conversation(self) -> Conversation:
+        from waitfor.kinds.amqp import wire  # the protocol only when probing
 
-    async def probe(self, budget: float) -> Outcome:
-        from waitfor.kinds.amqp import wire  # the protocol, and asyncio, only when probing
-
-        options: AmqpOptions = self.target.options  # type: ignore[assignment]
-        address = (self.target.host, self.target.port or 5672)
-        return await wire.probe(address, dict(self.target.params), options.mode, self._tls, budget)
-
-    def probe_now(self, budget: float) -> Outcome | None:
-        if self.target.scheme == "amqps":
-            return None  # TLS is the runner's: the first attempt stays free of ssl
-        from waitfor.kinds.amqp import wire
-
-        options: AmqpOptions = self.target.options  # type: ignore[assignment]
-        address = (self.target.host, self.target.port or 5672)
-        return wire.probe_now(address, dict(self.target.params), options.mode, budget)
+        return wire.handshake(dict(self.target.params), self.options.mode)

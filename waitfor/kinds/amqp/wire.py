@@ -1,7 +1,7 @@
-"""AMQP 0-9-1 on the wire: the connection handshake and its polite close, for :mod:`.amqp`.
+"""AMQP 0-9-1 on the wire: the connection handshake and its polite close.
 
-Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
-blocking socket for the first attempt before the event loop exists (``probe_now``).
+Written once as a conversation (:mod:`waitfor.net.conversation`), which the template
+(:mod:`waitfor.kinds.conversation`) runs for either attempt.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from waitfor import __version__
-from waitfor.kind import Outcome, describe_os_error
+from waitfor.kind import Outcome
+from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Briefly,
     Closed,
@@ -19,13 +20,11 @@ from waitfor.net.conversation import (
     Read,
     Send,
     Step,
-    attempt,
-    first_attempt,
 )
 from waitfor.values import Value
 
 if TYPE_CHECKING:
-    import ssl
+    pass
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 FRAME_METHOD, FRAME_HEARTBEAT = 1, 8
@@ -34,34 +33,6 @@ MAX_FRAME = 128 * 1024  # RabbitMQ's default frame_max; the handshake frames are
 START, START_OK, SECURE, TUNE, TUNE_OK = (10, 10), (10, 11), (10, 20), (10, 30), (10, 31)
 OPEN, OPEN_OK, CLOSE, CLOSE_OK = (10, 40), (10, 41), (10, 50), (10, 51)
 REPLY_SUCCESS, ACCESS_REFUSED, NOT_ALLOWED = 200, 403, 530
-
-
-class ProtocolError(Exception):
-    """The peer's bytes are not the AMQP we expect: the message says what was wrong."""
-
-
-async def probe(
-    address: tuple[str, int],
-    params: dict[str, str],
-    mode: str,
-    tls: ssl.SSLContext | None,
-    budget: float,
-) -> Outcome:
-    try:
-        return await attempt(address, handshake(params, mode), budget, tls=tls)
-    except ProtocolError as exc:
-        return Outcome.down(str(exc))
-    except Closed:
-        return Outcome.down("the broker closed the connection during the handshake")
-    except OSError as exc:
-        return Outcome.down(f"connection lost: {describe_os_error(exc)}")
-
-
-def probe_now(
-    address: tuple[str, int], params: dict[str, str], mode: str, budget: float
-) -> Outcome | None:
-    """The same handshake on a blocking socket; None unless ready in time."""
-    return first_attempt(address, handshake(params, mode), budget, (ProtocolError,))
 
 
 def handshake(params: dict[str, str], mode: str) -> Conversation:

@@ -29,12 +29,12 @@ from waitfor.kind import (
     OptionPairs,
     Outcome,
     describe_os_error,
-    flag,
     reject_unknown,
     single,
     standard_address,
 )
 from waitfor.kinds.http import expect
+from waitfor.net import tls
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
@@ -55,8 +55,7 @@ class HttpOptions(Value):
     body: Pattern | None = None
     headers: tuple[tuple[str, str], ...] = ()
     method: str = "GET"
-    insecure: bool = False
-    cacert: str | None = None
+    tls: tls.TlsOptions = tls.TlsOptions()
     json: tuple[expect.JsonExpectation, ...] = ()
 
     def accepts(self, status: int) -> bool:
@@ -67,7 +66,7 @@ class HttpOptions(Value):
 
 
 class HttpCheck(Check[HttpOptions]):
-    OPTION_NAMES = frozenset({"status", "body", "header", "method", "insecure", "cacert", "json"})
+    OPTION_NAMES = frozenset({"status", "body", "header", "method", "json"}) | tls.OPTION_NAMES
     USAGE = (
         ("http://HOST[:PORT]/PATH", "status 200-399, like the kubelet's httpGet probe"),
         ("https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem", ""),
@@ -91,18 +90,12 @@ class HttpCheck(Check[HttpOptions]):
         expectations = tuple(expect.parse_expectation(v) for k, v in pairs if k == "json")
         if (body is not None or expectations) and method == "HEAD":
             raise ValueError("a body or json expectation needs method GET")
-        cacert = single(pairs, "cacert")
-        if cacert is not None:
-            from waitfor.net import tls
-
-            tls.client_context(cafile=cacert)  # read now: a bad file is a configuration error
         return HttpOptions(
             statuses=parse_statuses(status) if status is not None else HttpOptions.statuses,
             body=_compile(body) if body is not None else None,
             headers=tuple(parse_header(v) for k, v in pairs if k == "header"),
             method=method,
-            insecure=flag(pairs, "insecure"),
-            cacert=cacert,
+            tls=tls.parse_tls_options(pairs),
             json=expectations,
         )
 
@@ -113,11 +106,10 @@ class HttpCheck(Check[HttpOptions]):
             import httpx
 
             from waitfor.kinds.http.backend import NetTransport
-            from waitfor.net import tls
 
             options = self.options
             verify = (
-                tls.client_context(verify=not options.insecure, cafile=options.cacert)
+                tls.client_context_for(options.tls)
                 if scheme == "https"
                 else tls.plaintext_only_context()
             )

@@ -6,18 +6,26 @@ whose refusal is retried and never printed. Without credentials, such a server i
 PostgreSQL server that asks for a password is up for pg_isready. Credentials are never sent to a
 server without authentication: there the login is a plain ``set`` that would store them.
 
-The protocol itself lives in :mod:`.memcachedwire`, imported when a probe runs.
+The protocol itself lives in :mod:`.wire`, imported when a probe runs.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from waitfor import redaction, urls
-from waitfor.kind import Address, Check, Outcome, host_port
+from waitfor.kind import Address, host_port
+from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
+
+if TYPE_CHECKING:
+    from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 11211
 
 
-class MemcachedCheck(Check):
+class MemcachedCheck(ConversationCheck[ConversationOptions]):
+    SERVER = "memcached"
+    DEFAULT_PORT = DEFAULT_PORT
     USAGE = (("memcached://[USER:PASSWORD@]HOST[:PORT]", "version answers VERSION ..."),)
 
     @classmethod
@@ -38,19 +46,10 @@ class MemcachedCheck(Check):
         secrets = frozenset({password} - {""})
         return Address(host, port, display, secrets, (("user", user), ("password", password)))
 
-    async def probe(self, budget: float) -> Outcome:
+    def conversation(self) -> Conversation:
         from waitfor.kinds.memcached import wire  # the protocol only when probing
 
-        return await wire.probe(self._address, *self._credentials, budget)
-
-    def probe_now(self, budget: float) -> Outcome | None:
-        from waitfor.kinds.memcached import wire
-
-        return wire.probe_now(self._address, *self._credentials, budget)
-
-    @property
-    def _address(self) -> tuple[str, int]:
-        return self.target.host, self.target.port or DEFAULT_PORT
+        return wire.version(*self._credentials)
 
     @property
     def _credentials(self) -> tuple[str, str]:

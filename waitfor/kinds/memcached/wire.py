@@ -1,14 +1,15 @@
 """memcached's text protocol on the wire: ``version``, with a login first if the server wants one.
 
-Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
-blocking socket for the first attempt before the event loop exists (``probe_now``).
+Written once as a conversation (:mod:`waitfor.net.conversation`), which the template
+(:mod:`waitfor.kinds.conversation`) runs for either attempt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
 
-from waitfor.kind import Outcome, describe_os_error
+from waitfor.kind import Outcome
+from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,
@@ -16,31 +17,9 @@ from waitfor.net.conversation import (
     Send,
     Step,
     TooLong,
-    attempt,
-    first_attempt,
 )
 
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
-
-
-class NotMemcached(Exception):
-    """The peer answered, but not in memcached's text protocol."""
-
-
-async def probe(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome:
-    try:
-        return await attempt(address, version(user, password), budget)
-    except NotMemcached as exc:
-        return Outcome.down(f"not a memcached server (it answered {exc})")
-    except (Closed, ConnectionError):
-        return Outcome.down("server closed the connection")
-    except OSError as exc:
-        return Outcome.down(describe_os_error(exc))
-
-
-def probe_now(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome | None:
-    """The same exchange on a blocking socket; None unless ready in time."""
-    return first_attempt(address, version(user, password), budget, (NotMemcached,))
 
 
 def version(user: str, password: str) -> Conversation:
@@ -79,11 +58,13 @@ def read_line() -> Generator[Step, bytes, str]:
     try:
         line = yield ReadLine(MAX_LINE)
     except TooLong:
-        raise NotMemcached("an endless line") from None
+        raise ProtocolError("not a memcached server (an endless line)") from None
     except Closed as exc:
         if not exc.partial:
             raise  # a plain hang-up: the server closed the connection
-        raise NotMemcached(repr(_printable(exc.partial[:40]))) from None
+        raise ProtocolError(
+            f"not a memcached server (it answered {_printable(exc.partial[:40])!r})"
+        ) from None
     return _printable(line[:-2])
 
 

@@ -1,6 +1,6 @@
 """MQTT: ``mqtt://[user[:password]@]host[:port]``, ``mqtts://`` for TLS.
 
-Spoken natively (see :mod:`.mqttwire`): ``CONNECT`` (MQTT 3.1.1, clean session, a random
+Spoken natively (see :mod:`.wire`): ``CONNECT`` (MQTT 3.1.1, clean session, a random
 ``waitfor-`` client id, so a real client's session is never taken over), ``CONNACK``, then
 ``DISCONNECT``. 5.0 reason codes are
 understood too (a 5.0-only broker answers a 3.1.1 CONNECT with them).
@@ -15,35 +15,24 @@ whatever it thinks of the login.
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction, urls
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    choice,
-    host_port,
-    reject_unknown,
-)
-from waitfor.net import tlsoptions
-from waitfor.values import Value
+from waitfor.kind import Address, OptionPairs, host_port
+from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
+from waitfor.net import tls
 
 if TYPE_CHECKING:
-    import ssl
-
-MODES = ("login", "ping")
+    from waitfor.net.conversation import Conversation
 
 
-class MqttOptions(Value):
-    mode: str = "login"
-    tls: tlsoptions.TlsOptions = tlsoptions.TlsOptions()
-
-
-class MqttCheck(Check):
-    OPTION_NAMES = frozenset({"mode"}) | tlsoptions.OPTION_NAMES
+class MqttCheck(ConversationCheck[ConversationOptions]):
+    SERVER = "MQTT"
+    DEFAULT_PORT = 1883
+    TLS_PORTS: ClassVar[Mapping[str, int]] = {"mqtts": 8883}
+    MODES = ("login", "ping")
+    OPTION_NAMES = frozenset({"mode"}) | tls.OPTION_NAMES
     USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
         (
             "mqtt://[USER[:PASSWORD]@]HOST[:PORT], mqtts://…",
@@ -55,7 +44,7 @@ class MqttCheck(Check):
     def parse_address(cls, scheme: str, url: str) -> Address:
         parts = urls.split(url)
         host = urls.host(parts)
-        port = urls.port(parts, 8883 if scheme == "mqtts" else 1883)
+        port = urls.port(parts, cls.default_port(scheme))
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(f"{scheme} targets are {scheme}://[user[:password]@]host[:port]")
         params = []
@@ -71,30 +60,11 @@ class MqttCheck(Check):
         return Address(host, port, display, secrets, tuple(params))
 
     @classmethod
-    def parse_options(cls, pairs: OptionPairs) -> MqttOptions:
-        reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = choice(pairs, "mode", MODES, "login")
-        return MqttOptions(mode=mode, tls=tlsoptions.parse_tls_options(pairs))
+    def parse_options(cls, pairs: OptionPairs) -> ConversationOptions:
+        return cls.parse_common(pairs)
 
-    @cached_property
-    def _tls(self) -> ssl.SSLContext | None:  # made once per target: loading CAs is not free
-        options: MqttOptions = self.target.options  # type: ignore[assignment]
-        return tlsoptions.client_context(options.tls) if self.target.scheme == "mqtts" else None
+    def conversation(self) -> Conversation:
+        from waitfor.kinds.mqtt import wire  # the protocol only when probing
 
-    async def probe(self, budget: float) -> Outcome:
-        from waitfor.kinds.mqtt import wire  # the protocol, and asyncio, only when probing
-
-        options: MqttOptions = self.target.options  # type: ignore[assignment]
-        address = (self.target.host, self.target.port or 1883)
         credentials = (self.target.param("user"), self.target.param("password"))
-        return await wire.probe(address, credentials, options.mode, self._tls, budget)
-
-    def probe_now(self, budget: float) -> Outcome | None:
-        if self.target.scheme == "mqtts":
-            return None  # TLS is the runner's: the first attempt stays free of ssl
-        from waitfor.kinds.mqtt import wire
-
-        options: MqttOptions = self.target.options  # type: ignore[assignment]
-        address = (self.target.host, self.target.port or 1883)
-        credentials = (self.target.param("user"), self.target.param("password"))
-        return wire.probe_now(address, credentials, options.mode, budget)
+        return wire.connect(credentials, self.options.mode)

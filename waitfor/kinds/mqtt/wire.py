@@ -1,7 +1,7 @@
-"""MQTT on the wire: CONNECT, CONNACK (3.1.1 and 5.0 codes) and DISCONNECT, for :mod:`.mqtt`.
+"""MQTT on the wire: CONNECT, CONNACK (3.1.1 and 5.0 codes) and DISCONNECT.
 
-Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
-blocking socket for the first attempt before the event loop exists (``probe_now``).
+Written once as a conversation (:mod:`waitfor.net.conversation`), which the template
+(:mod:`waitfor.kinds.conversation`) runs for either attempt.
 """
 
 from __future__ import annotations
@@ -9,21 +9,15 @@ from __future__ import annotations
 import secrets
 import struct
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome, describe_os_error
+from waitfor.kind import Outcome
+from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
-    Closed,
     Conversation,
     Read,
     Send,
     Step,
-    attempt,
-    first_attempt,
 )
-
-if TYPE_CHECKING:
-    import ssl
 
 CONNACK = 2
 DISCONNECT = b"\xe0\x00"
@@ -55,34 +49,6 @@ REASONS = {
     0x9D: "server moved",
     0x9F: "connection rate exceeded",
 }
-
-
-class ProtocolError(Exception):
-    """The peer's bytes are not the MQTT we expect: the message says what was wrong."""
-
-
-async def probe(
-    address: tuple[str, int],
-    credentials: tuple[str | None, str | None],
-    mode: str,
-    tls: ssl.SSLContext | None,
-    budget: float,
-) -> Outcome:
-    try:
-        return await attempt(address, connect(credentials, mode), budget, tls=tls)
-    except ProtocolError as exc:
-        return Outcome.down(str(exc))
-    except Closed:
-        return Outcome.down("the broker closed the connection before CONNACK")
-    except OSError as exc:
-        return Outcome.down(f"connection lost: {describe_os_error(exc)}")
-
-
-def probe_now(
-    address: tuple[str, int], credentials: tuple[str | None, str | None], mode: str, budget: float
-) -> Outcome | None:
-    """The same exchange on a blocking socket; None unless ready in time."""
-    return first_attempt(address, connect(credentials, mode), budget, (ProtocolError,))
 
 
 def connect(credentials: tuple[str | None, str | None], mode: str) -> Conversation:

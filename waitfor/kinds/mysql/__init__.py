@@ -2,7 +2,7 @@
 
 ``mysql://[user[:password]@]host[:port][/database][?ssl-mode=...]``, also ``mariadb://``.
 
-Ping mode (the default) speaks the handshake natively (see :mod:`.mysqlping`): no driver import,
+Ping mode (the default) speaks the handshake natively (see :mod:`.wire`): no driver import,
 no credentials needed, and a finished exchange so the server never counts the probe against the
 host. Query mode uses PyMySQL (imported only then) over the shared connect helper's socket, and is
 ready only when the user can log in, the database exists and ``SELECT 1`` answers; with
@@ -20,19 +20,19 @@ with ssl-mode REQUIRED or stricter it does not even send the password's scramble
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from waitfor import redaction, urls
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    choice,
-    host_port,
-    reject_unknown,
-    single,
-)
+from waitfor.kind import Address, OptionPairs, Outcome, choice, host_port, reject_unknown, single
+from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
+from waitfor.net import tls
 from waitfor.urlsplit import unquote
-from waitfor.values import Value
+
+if TYPE_CHECKING:
+    import ssl
+
+    from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 3306
 MODES = ("ping", "query")
@@ -46,8 +46,7 @@ _QUERY_NAMES = {
 }
 
 
-class MysqlOptions(Value):
-    mode: str = "ping"
+class MysqlOptions(ConversationOptions):
     table: str | None = None  # query mode: ready once this table exists in the URL's database
 
 
@@ -74,10 +73,14 @@ def parse_mysql_address(scheme: str, address: str) -> Address:
     display += host_port(host, port) + (parts.path if database else "")
     display += f"?{redaction.query(parts.query)}" if parts.query else ""
     secrets = frozenset({password, parts.password or ""} - {""})
+    if any(params.get(name) for name in ("ssl_ca", "ssl_cert", "ssl_key")):
+        query_tls(params)  # reads the files now: a missing CA is exit 2 before the wait
     return Address(host, port, display, secrets, tuple(params.items()))
 
 
-class MysqlCheck(Check):
+class MysqlCheck(ConversationCheck[MysqlOptions]):
+    SERVER = "MySQL"
+    DEFAULT_PORT = DEFAULT_PORT
     OPTION_NAMES = frozenset({"mode", "table"})
     USAGE = (
         (
@@ -100,12 +103,7 @@ class MysqlCheck(Check):
             raise ValueError("table needs mode=query (a ping does not log in)")
         if table is not None and not 0 < len(table) <= 64:
             raise ValueError("table must be a name of 1 to 64 characters")
-        return MysqlOptions(mode=mode, table=table)
-
-    @property
-    def options(self) -> MysqlOptions:
-        assert isinstance(self.target.options, MysqlOptions)
-        return self.target.options
+        return MysqlOptions(mode=mode, table=table)  # TLS comes from the URL's ssl-mode
 
     @property
     def params(self) -> dict[str, str]:
@@ -117,21 +115,19 @@ class MysqlCheck(Check):
         if self.options.mode == "query":
             from waitfor.kinds.mysql import query  # PyMySQL, asyncio, ssl: only now
 
-            return await query.query(self.target, self.options, budget)
-        from waitfor.kinds.mysql import ping  # the handshake, only when probing
-
-        return await ping.probe(self._address, *self._ping_login, budget)
+            context = query_tls(self.params)
+            return await query.query(self.target, self.address, self.options.table, context, budget)
+        return await super().probe(budget)
 
     def probe_now(self, budget: float) -> Outcome | None:
         if self.options.mode != "ping":
             return None  # PyMySQL runs on the event loop
-        from waitfor.kinds.mysql import ping
+        return super().probe_now(budget)
 
-        return ping.probe_now(self._address, *self._ping_login, budget)
+    def conversation(self) -> Conversation:
+        from waitfor.kinds.mysql import ping  # the handshake, only when probing
 
-    @property
-    def _address(self) -> tuple[str, int]:
-        return self.target.host, self.target.port or DEFAULT_PORT
+        return ping.ping(*self._ping_login)
 
     @property
     def _ping_login(self) -> tuple[str, str]:
@@ -142,3 +138,19 @@ class MysqlCheck(Check):
         # The scramble is no cleartext, but whoever asks for TLS wants no trace of it either.
         password = "" if params["ssl_mode"] not in ("DISABLED", "PREFERRED") else params["password"]
         return params["user"] or default_user(), password
+
+
+def query_tls(params: Mapping[str, str]) -> ssl.SSLContext | None:
+    """Query mode's TLS for ssl-mode REQUIRED and stricter; None lets PyMySQL do
+    PREFERRED/DISABLED. Files are read when the target is parsed (a bad one is exit 2)."""
+    mode = params["ssl_mode"]
+    if mode in ("DISABLED", "PREFERRED"):
+        return None
+    return tls.client_context(  # shared by every target with the same settings
+        verify=mode != "REQUIRED",
+        cafile=params.get("ssl_ca") or None,
+        check_hostname=mode == "VERIFY_IDENTITY",
+        certfile=params.get("ssl_cert") or None,
+        keyfile=(params.get("ssl_key") or None) if params.get("ssl_cert") else None,
+        what=("ssl-ca", "ssl-cert", "ssl-key"),
+    )

@@ -30,15 +30,14 @@ import os
 import struct
 from collections.abc import Generator
 
-from waitfor.kind import Outcome, describe_os_error
+from waitfor.kind import Outcome
+from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,
     Read,
     Send,
     Step,
-    attempt,
-    first_attempt,
 )
 from waitfor.values import Value
 
@@ -56,29 +55,10 @@ FAST_AUTH_OK, FULL_AUTH_NEEDED = 3, 4
 SERVER_BUSY = frozenset({1040, 1053})  # ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN
 
 
-class ProtocolError(Exception):
-    """The peer does not speak the MySQL protocol (or broke it)."""
-
-
 class Greeting(Value):
     version: str
     seed: bytes  # the 20-byte scramble the auth plugins hash the password with
     plugin: str
-
-
-async def probe(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome:
-    """One mysqladmin-style ping on the event loop."""
-    try:
-        return await attempt(address, ping(user, password), budget)
-    except ProtocolError as exc:
-        return Outcome.down(str(exc))
-    except OSError as exc:
-        return Outcome.down(describe_os_error(exc))
-
-
-def probe_now(address: tuple[str, int], user: str, password: str, budget: float) -> Outcome | None:
-    """The same ping on a blocking socket; None unless alive in time."""
-    return first_attempt(address, ping(user, password), budget, (ProtocolError,))
 
 
 def ping(user: str, password: str) -> Conversation:

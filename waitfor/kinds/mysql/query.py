@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome, describe_os_error
-from waitfor.kinds.mysql import DEFAULT_PORT, MysqlOptions
-from waitfor.kinds.mysql.ping import ProtocolError, default_user, parse_greeting
-from waitfor.net import aio, tls
+from waitfor.kinds.conversation import ProtocolError
+from waitfor.kinds.mysql.ping import default_user, parse_greeting
+from waitfor.net import aio
 
 if TYPE_CHECKING:
     from typing import Any
@@ -40,30 +40,20 @@ class CleartextRefused(Exception):
     """The server asked for the password in clear over a connection without TLS."""
 
 
-def _tls(params: dict[str, str]) -> ssl.SSLContext | None:
-    """The context for REQUIRED and stricter; None lets PyMySQL do PREFERRED/DISABLED."""
-    mode = params["ssl_mode"]
-    if mode in ("DISABLED", "PREFERRED"):
-        return None
-    return tls.client_context(  # shared by every target with the same settings
-        verify=mode != "REQUIRED",
-        cafile=params.get("ssl_ca") or None,
-        check_hostname=mode == "VERIFY_IDENTITY",
-        certfile=params.get("ssl_cert") or None,
-        keyfile=(params.get("ssl_key") or None) if params.get("ssl_cert") else None,
-        what=("ssl-ca", "ssl-cert", "ssl-key"),
-    )
+async def query(
+    target: Target,
+    address: tuple[str, int],
+    table: str | None,
+    context: ssl.SSLContext | None,
+    budget: float,
+) -> Outcome:
+    """Log in and run SELECT 1 (and look for ``table``); see :mod:`waitfor.kinds.mysql`.
 
-
-async def query(target: Target, options: MysqlOptions, budget: float) -> Outcome:
-    """Log in and run SELECT 1 (and look for the table); see :mod:`.mysql`."""
+    ``context``: TLS for ssl-mode REQUIRED and stricter; None lets PyMySQL do PREFERRED/DISABLED.
+    """
     deadline = time.monotonic() + budget
     try:
-        context = _tls(dict(target.params))
-    except tls.TlsFileError as exc:  # an unreadable CA or client certificate
-        return Outcome.fatal(f"TLS configuration: {exc}")
-    try:
-        sock = await aio.connect(target.host, target.port or DEFAULT_PORT, budget)
+        sock = await aio.connect(*address, budget)
     except aio.NetError as exc:
         return Outcome.down(str(exc))
     sock.setblocking(True)
@@ -71,7 +61,9 @@ async def query(target: Target, options: MysqlOptions, budget: float) -> Outcome
     # A handle on the connection itself, still valid once PyMySQL wraps the socket in TLS.
     handle = sock.dup()
     try:
-        return await _in_daemon_thread(lambda: _login_and_query(target, options, sock, context))
+        return await _in_daemon_thread(
+            lambda: _login_and_query(target, address, table, sock, context)
+        )
     except asyncio.CancelledError:
         with contextlib.suppress(OSError):  # the blocked driver fails now, not at its timeout
             handle.shutdown(socket.SHUT_RDWR)
@@ -81,7 +73,11 @@ async def query(target: Target, options: MysqlOptions, budget: float) -> Outcome
 
 
 def _login_and_query(
-    target: Target, options: MysqlOptions, sock: socket.socket, context: ssl.SSLContext | None
+    target: Target,
+    address: tuple[str, int],
+    table: str | None,
+    sock: socket.socket,
+    context: ssl.SSLContext | None,
 ) -> Outcome:
     import pymysql  # only query-mode targets pay for the driver
     from pymysql import _auth
@@ -93,8 +89,8 @@ def _login_and_query(
     params = dict(target.params)
     timeout = sock.gettimeout() or 1.0
     connection: Connection[pymysql.cursors.Cursor] = _connection_class()(
-        host=target.host,
-        port=target.port or DEFAULT_PORT,
+        host=address[0],
+        port=address[1],
         user=params["user"] or default_user(),
         password=params["password"],
         database=params["database"] or None,
@@ -126,18 +122,18 @@ def _login_and_query(
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-            if options.table is None:
+            if table is None:
                 return Outcome.up("SELECT 1 succeeded")
             cursor.execute(
                 "SELECT 1 FROM information_schema.TABLES"
                 " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
-                (options.table,),
+                (table,),
             )
             if cursor.fetchone() is None:
                 return Outcome.down(
-                    f"table {options.table!r} does not exist yet in database {params['database']!r}"
+                    f"table {table!r} does not exist yet in database {params['database']!r}"
                 )
-            return Outcome.up(f"table {options.table!r} exists")
+            return Outcome.up(f"table {table!r} exists")
     except pymysql.err.MySQLError as exc:
         return Outcome.down(f"query failed: {_message(exc)}")
     except OSError as exc:

@@ -1,6 +1,6 @@
 """NATS: ``nats://[user[:password]@|token@]host[:port]``, ``tls://`` as the NATS clients spell it.
 
-Spoken natively (see :mod:`.natswire`): the server's ``INFO``, our ``CONNECT`` and ``PING``, its
+Spoken natively (see :mod:`.wire`): the server's ``INFO``, our ``CONNECT`` and ``PING``, its
 ``PONG``. TLS follows the clients: ``tls://`` insists on it, and ``nats://`` upgrades when the
 server's INFO requires it.
 
@@ -13,37 +13,26 @@ a server without them. ``ping`` is ready on the server's ``INFO``: no credential
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction, urls
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    choice,
-    flag,
-    host_port,
-    reject_unknown,
-)
-from waitfor.net import tlsoptions
-from waitfor.values import Value
+from waitfor.kind import Address, OptionPairs, flag, host_port
+from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
+from waitfor.net import tls
 
 if TYPE_CHECKING:
-    import ssl
-
-MODES = ("login", "ping")
+    from waitfor.net.conversation import Conversation
 
 
-class NatsOptions(Value):
-    mode: str = "login"
+class NatsOptions(ConversationOptions):
     jetstream: bool = False
-    tls: tlsoptions.TlsOptions = tlsoptions.TlsOptions()
 
 
-class NatsCheck(Check):
-    OPTION_NAMES = frozenset({"mode", "jetstream"}) | tlsoptions.OPTION_NAMES
+class NatsCheck(ConversationCheck[NatsOptions]):
+    SERVER = "NATS"
+    DEFAULT_PORT = 4222
+    MODES = ("login", "ping")
+    OPTION_NAMES = frozenset({"mode", "jetstream"}) | tls.OPTION_NAMES
     USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
         (
             "nats://[USER[:PASSWORD]@|TOKEN@]HOST[:PORT], tls://…",
@@ -59,7 +48,7 @@ class NatsCheck(Check):
                 "one server per target: list each server you need as a target of its own"
             )
         host = urls.host(parts)
-        port = urls.port(parts, 4222)
+        port = urls.port(parts, cls.DEFAULT_PORT)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(
                 f"{scheme} targets are {scheme}://[user[:password]@|token@]host[:port]"
@@ -78,42 +67,19 @@ class NatsCheck(Check):
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> NatsOptions:
-        reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = choice(pairs, "mode", MODES, "login")
+        common = cls.parse_common(pairs)
         jetstream = flag(pairs, "jetstream")
-        if jetstream and mode == "ping":
+        if jetstream and common.mode == "ping":
             raise ValueError("jetstream needs mode=login (a ping does not send requests)")
-        return NatsOptions(mode, jetstream, tlsoptions.parse_tls_options(pairs))
+        return NatsOptions(common.mode, common.tls, jetstream)
 
-    @cached_property
-    def _tls(self) -> ssl.SSLContext:  # made once per target: loading CAs is not free
-        options: NatsOptions = self.target.options  # type: ignore[assignment]
-        return tlsoptions.client_context(options.tls)
+    def conversation(self) -> Conversation:
+        from waitfor.kinds.nats import wire  # the protocol only when probing
 
-    async def probe(self, budget: float) -> Outcome:
-        from waitfor.kinds.nats import wire  # the protocol, and asyncio, only when probing
-
-        options: NatsOptions = self.target.options  # type: ignore[assignment]
-        return await wire.probe(
-            (self.target.host, self.target.port or 4222),
+        options = self.options
+        return wire.connect(
             dict(self.target.params),
             mode=options.mode,
             jetstream=options.jetstream,
-            require_tls=self.target.scheme == "tls",
-            tls=lambda: self._tls,
-            budget=budget,
-        )
-
-    def probe_now(self, budget: float) -> Outcome | None:
-        if self.target.scheme == "tls":
-            return None  # TLS is the runner's: the first attempt stays free of ssl
-        from waitfor.kinds.nats import wire
-
-        options: NatsOptions = self.target.options  # type: ignore[assignment]
-        return wire.probe_now(
-            (self.target.host, self.target.port or 4222),
-            dict(self.target.params),
-            mode=options.mode,
-            jetstream=options.jetstream,
-            budget=budget,
+            require_tls=self.target.scheme == "tls",  # upgraded after INFO, as the clients do
         )

@@ -8,88 +8,35 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from waitfor import __version__
-from waitfor.kind import Outcome, describe_os_error
+from waitfor.kind import Outcome
+from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
-    Closed,
     Conversation,
     Read,
     ReadLine,
     Send,
     StartTls,
     Step,
-    TooLong,
-    first_attempt,
-    run_async,
 )
 
 if TYPE_CHECKING:
-    import ssl
+    pass
 
 MAX_PAYLOAD = 1024 * 1024  # the server's default max_payload
 MAX_LINE = 64 * 1024  # a protocol line (INFO lists cluster URLs, still far smaller)
 JS_INFO = "$JS.API.INFO"
 
 
-class ProtocolError(Exception):
-    """The peer's bytes are not the NATS we expect: the message says what was wrong."""
-
-
 class TooDeep(ValueError):
     """JSON nested deeper than the parser can follow."""
 
 
-class Refused(Exception):
+class Refused(ProtocolError):
     """The server answered -ERR: the message is its words."""
-
-
-async def probe(
-    address: tuple[str, int],
-    params: dict[str, str],
-    *,
-    mode: str,
-    jetstream: bool,
-    require_tls: bool,
-    tls: Callable[[], ssl.SSLContext],
-    budget: float,
-) -> Outcome:
-    """``tls`` makes the client context, only when TLS is used."""
-    from waitfor.net import aio
-
-    deadline = time.monotonic() + budget
-    try:
-        reader, writer = await aio.open_stream(*address, budget)
-    except aio.NetError as exc:
-        return Outcome.down(str(exc))
-    conversation = connect(params, mode=mode, jetstream=jetstream, require_tls=require_tls)
-    try:
-        return await run_async(
-            conversation, reader, writer, tls=tls, server_hostname=address[0], deadline=deadline
-        )
-    except (Refused, ProtocolError, aio.NetError) as exc:
-        return Outcome.down(str(exc))
-    except TooLong:
-        return Outcome.down("not a NATS server (no protocol line)")
-    except Closed as exc:
-        if not exc.partial:
-            return Outcome.down("the server closed the connection")
-        return Outcome.down("not a NATS server (no protocol line)")
-    except OSError as exc:
-        return Outcome.down(f"connection lost: {describe_os_error(exc)}")
-    finally:
-        writer.close()
-
-
-def probe_now(
-    address: tuple[str, int], params: dict[str, str], *, mode: str, jetstream: bool, budget: float
-) -> Outcome | None:
-    """The same exchange on a blocking socket (no TLS); None unless ready in time."""
-    conversation = connect(params, mode=mode, jetstream=jetstream, require_tls=False)
-    return first_attempt(address, conversation, budget, (Refused, ProtocolError))
 
 
 def connect(

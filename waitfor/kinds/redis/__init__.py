@@ -15,45 +15,42 @@
 - ``key=NAME``: ready once the key exists (EXISTS) in the URL's database.
 - ``role=master``: ready only on a primary (``INFO replication`` says ``role:master``).
 
-The protocol itself (RESP) and the conversation live in :mod:`.resp`, imported when a probe runs.
+The protocol itself (RESP) and the conversation live in :mod:`.wire`, imported when a probe runs.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction, urls
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    choice,
-    host_port,
-    reject_unknown,
-    single,
-)
-from waitfor.net import tlsoptions
-from waitfor.values import Value
+from waitfor.kind import Address, OptionPairs, host_port, single
+from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
+from waitfor.net import tls
+
+if TYPE_CHECKING:
+    from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 6379
 MODES = ("ping", "query")
 ROLES = ("master",)
 
 
-class RedisOptions(Value):
-    mode: str = "ping"
+class RedisOptions(ConversationOptions):
     key: str | None = None
     role: str | None = None
-    tls: tlsoptions.TlsOptions = tlsoptions.TlsOptions()
 
     @property
     def logs_in(self) -> bool:
         return self.mode == "query" or self.key is not None or self.role is not None
 
 
-class RedisCheck(Check[RedisOptions]):
-    OPTION_NAMES = frozenset({"mode", "key", "role"}) | tlsoptions.OPTION_NAMES
+class RedisCheck(ConversationCheck[RedisOptions]):
+    SERVER = "Redis"
+    DEFAULT_PORT = DEFAULT_PORT
+    TLS_PORTS: ClassVar[Mapping[str, int]] = {"rediss": DEFAULT_PORT}
+    MODES = MODES
+    OPTION_NAMES = frozenset({"mode", "key", "role"}) | tls.OPTION_NAMES
     #: options named like secrets whose values are names: shown as written (redaction.options)
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"})
     USAGE = (
@@ -84,32 +81,23 @@ class RedisCheck(Check[RedisOptions]):
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> RedisOptions:
-        reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = choice(pairs, "mode", MODES, "ping")
+        common = cls.parse_common(pairs)
         key = single(pairs, "key")
         if key == "":
             raise ValueError("key needs a name")
         role = single(pairs, "role")
         if role is not None and role.lower() not in ROLES:
             raise ValueError(f"role must be master, not {role!r}")
-        return RedisOptions(
-            mode=mode,
-            key=key,
-            role=role.lower() if role else None,
-            tls=tlsoptions.parse_tls_options(pairs),
-        )
+        return RedisOptions(common.mode, common.tls, key, role.lower() if role else None)
 
-    async def probe(self, budget: float) -> Outcome:
+    def conversation(self) -> Conversation:
         from waitfor.kinds.redis import wire  # the protocol only when probing
 
-        context = None
-        if self.target.scheme == "rediss":
-            context = tlsoptions.client_context(self.options.tls)
-        return await wire.probe(self.target, self.options, context, budget)
-
-    def probe_now(self, budget: float) -> Outcome | None:
-        if self.target.scheme == "rediss":
-            return None  # TLS is the runner's: the first attempt stays free of ssl
-        from waitfor.kinds.redis import wire
-
-        return wire.probe_now(self.target, self.options, budget)
+        options = self.options
+        return wire.converse(
+            dict(self.target.params),
+            self.target.scheme,
+            logs_in=options.logs_in,
+            role=options.role,
+            key=options.key,
+        )

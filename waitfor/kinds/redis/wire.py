@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome, describe_os_error
-from waitfor.kinds.redis import DEFAULT_PORT, RedisOptions
+from waitfor.kind import Outcome
+from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,
@@ -21,14 +21,10 @@ from waitfor.net.conversation import (
     Send,
     Step,
     TooLong,
-    attempt,
-    first_attempt,
 )
 
 if TYPE_CHECKING:
-    import ssl
-
-    from waitfor.targets import Target
+    pass
 
 MAX_LINE = 64 * 1024  # a simple string or error; INFO replication is a bulk of ~1 KiB
 MAX_BULK = 1024 * 1024
@@ -46,33 +42,11 @@ class RedisError(Exception):
         return str(self).split(" ", 1)[0]
 
 
-class ProtocolError(Exception):
-    """The peer does not speak RESP."""
-
-
-async def probe(
-    target: Target, options: RedisOptions, context: ssl.SSLContext | None, budget: float
-) -> Outcome:
-    """One probe of a redis:// target (see :mod:`.redis` for what each answer means)."""
-    address = (target.host, target.port or DEFAULT_PORT)
-    try:
-        return await attempt(address, converse(target, options), budget, tls=context)
-    except ProtocolError as exc:
-        return Outcome.down(str(exc))
-    except (Closed, ConnectionError):
-        return Outcome.down("server closed the connection")
-    except OSError as exc:
-        return Outcome.down(describe_os_error(exc))
-
-
-def probe_now(target: Target, options: RedisOptions, budget: float) -> Outcome | None:
-    """The same conversation on a blocking socket (no TLS); None unless ready in time."""
-    address = (target.host, target.port or DEFAULT_PORT)
-    return first_attempt(address, converse(target, options), budget, (ProtocolError,))
-
-
-def converse(target: Target, options: RedisOptions) -> Conversation:
-    params = dict(target.params)
+def converse(
+    params: dict[str, str], scheme: str, *, logs_in: bool, role: str | None, key: str | None
+) -> Conversation:
+    """The exchange: AUTH when there is a password, PING, and, logged in, the role and the key
+    asked for (``logs_in``: a query, or a role or key to check)."""
     refused = None
     if params["password"]:
         login = [params["user"], params["password"]] if params["user"] else [params["password"]]
@@ -85,17 +59,17 @@ def converse(target: Target, options: RedisOptions) -> Conversation:
     if isinstance(pong, RedisError) and pong.code == "NOAUTH":
         if refused:
             return Outcome.down(refused)
-        if options.logs_in:
+        if logs_in:
             return Outcome.fatal(
                 "the server requires a password and none was given "
-                f"({target.scheme}://[USER]:PASSWORD@HOST)"
+                f"({scheme}://[USER]:PASSWORD@HOST)"
             )
         return Outcome.up("server is up (it requires a password: NOAUTH)")
     if isinstance(pong, RedisError):
         return Outcome.down(str(pong))
     if pong != "PONG":
         return Outcome.down(f"unexpected answer to PING: {_shown(pong)}")
-    if not options.logs_in:
+    if not logs_in:
         return Outcome.up("PONG")
     if refused:
         return Outcome.down(refused)
@@ -103,20 +77,20 @@ def converse(target: Target, options: RedisOptions) -> Conversation:
         selected = yield from call("SELECT", params["db"])
         if isinstance(selected, RedisError):
             return Outcome.down(f"SELECT {params['db']}: {selected}")
-    if options.role == "master":
+    if role == "master":
         info = yield from call("INFO", "replication")
         if isinstance(info, RedisError) or not isinstance(info, bytes):
             return Outcome.down(f"INFO replication: {_shown(info)}")
         role = _info_field(info, "role")
         if role != "master":
             return Outcome.down(f"not a primary (role:{role}); waiting for role:master")
-    if options.key is not None:
-        exists = yield from call("EXISTS", options.key)
+    if key is not None:
+        exists = yield from call("EXISTS", key)
         if isinstance(exists, RedisError):
             return Outcome.down(f"EXISTS: {exists}")
         if exists != 1:
-            return Outcome.down(f"key {options.key!r} does not exist yet")
-        return Outcome.up(f"key {options.key!r} exists")
+            return Outcome.down(f"key {key!r} does not exist yet")
+        return Outcome.up(f"key {key!r} exists")
     return Outcome.up("logged in, PONG")
 
 

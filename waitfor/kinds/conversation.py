@@ -1,0 +1,121 @@
+"""The template of every kind whose probe is one conversation over TCP: amqp, mqtt, nats, redis,
+memcached, mysql (ping mode), and whichever comes next.
+
+A conversation kind is its folder: the front module (``__init__.py``) subclasses
+:class:`ConversationCheck`, parses its address and options, and returns the conversation for a
+target from :meth:`~ConversationCheck.conversation`; its wire module writes that conversation once
+(see :mod:`waitfor.net.conversation`), raising :class:`ProtocolError` for bytes that are not its
+protocol. The template connects (TLS from the first byte for the schemes in ``TLS_PORTS``), runs
+it on the event loop or, for the quick first attempt, on a blocking socket, and words every
+failure the same way for every kind (:func:`failure_reason`).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from waitfor.kind import Check, OptionPairs, Outcome, choice, reject_unknown
+from waitfor.net import tls
+from waitfor.net.errors import describe_os_error
+from waitfor.values import Value
+
+if TYPE_CHECKING:
+    import ssl
+
+    from waitfor.net.conversation import Conversation
+
+
+class ProtocolError(Exception):
+    """The peer's bytes are not the protocol expected: the message says what was wrong."""
+
+
+class ConversationOptions(Value):
+    """What every conversation kind's options hold; a kind's own options add their fields."""
+
+    mode: str = ""
+    tls: tls.TlsOptions = tls.TlsOptions()
+
+
+OptionsT = TypeVar("OptionsT", bound=ConversationOptions)
+
+
+class ConversationCheck(Check[OptionsT]):
+    #: how reasons name the server ("not a NATS server")
+    SERVER: ClassVar[str]
+    DEFAULT_PORT: ClassVar[int]
+    #: schemes that speak TLS from the first byte, with their default ports
+    TLS_PORTS: ClassVar[Mapping[str, int]] = {}
+    #: the ``#mode=`` values, the first the default; () for a kind without modes
+    MODES: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def parse_common(cls, pairs: OptionPairs) -> ConversationOptions:
+        """``mode`` and the TLS options, after refusing options the kind does not take."""
+        reject_unknown(pairs, cls.OPTION_NAMES)
+        mode = choice(pairs, "mode", cls.MODES, cls.MODES[0]) if cls.MODES else ""
+        return ConversationOptions(mode, tls.parse_tls_options(pairs))
+
+    @classmethod
+    def default_port(cls, scheme: str) -> int:
+        return cls.TLS_PORTS.get(scheme, cls.DEFAULT_PORT)
+
+    @abstractmethod
+    def conversation(self) -> Conversation:
+        """This target's exchange, from its first byte to the outcome."""
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.target.host, self.target.port or self.default_port(self.target.scheme)
+
+    @property
+    def tls_from_start(self) -> bool:
+        return self.target.scheme in self.TLS_PORTS
+
+    @cached_property
+    def tls_context(self) -> ssl.SSLContext:
+        """Made once per target, and only for one that speaks TLS: loading CAs is not free."""
+        return tls.client_context_for(self.options.tls)
+
+    async def probe(self, budget: float) -> Outcome:
+        from waitfor.net.aio import NetError
+        from waitfor.net.conversation import Closed, TooLong, attempt
+
+        context = self.tls_context if self.tls_from_start else None
+        upgrade = lambda: self.tls_context  # noqa: E731 - a conversation's StartTls, if it has one
+        try:
+            return await attempt(
+                self.address, self.conversation(), budget, tls=context, starttls=upgrade
+            )
+        except NetError as exc:  # a StartTls handshake that failed
+            return Outcome.down(str(exc))
+        except (ProtocolError, Closed, TooLong, OSError) as exc:
+            return Outcome.down(failure_reason(exc, self.SERVER))
+
+    def probe_now(self, budget: float) -> Outcome | None:
+        if self.tls_from_start:
+            return None  # TLS is the runner's: the first attempt stays free of ssl
+        from waitfor.net.conversation import first_attempt
+
+        return first_attempt(self.address, self.conversation(), budget, (ProtocolError,))
+
+
+def failure_reason(exc: BaseException, server: str) -> str:
+    """What a conversation that did not finish means, in the same words for every kind."""
+    from waitfor.net.conversation import Closed, TooLong
+
+    if isinstance(exc, ProtocolError):
+        return str(exc)
+    if isinstance(exc, TooLong):
+        return f"not a {server} server (an endless line)"
+    if isinstance(exc, Closed):
+        if exc.partial:
+            return "the server closed the connection in the middle of an answer"
+        return "the server closed the connection"
+    if isinstance(exc, ConnectionResetError):
+        return "the server reset the connection"
+    if isinstance(exc, OSError):
+        return f"connection lost: {describe_os_error(exc)}"
+    raise exc
