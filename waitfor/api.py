@@ -167,32 +167,6 @@ async def wait_for_async(
     reporter: Reporter | None = None,
     defaults: Mapping[str, str | bool] | None = None,
 ) -> list[TargetResult]:
-    """Wait until every target is ready (``invert``: down), on the running event loop.
-
-    Parameters:
-        targets: target strings (``"postgresql://db:5432/app"``, ``"https://api/healthz#status=204"``)
-            or :class:`~waitfor.Target` values from :func:`~waitfor.parse_target`.
-        timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
-            waits forever; ``0`` makes one attempt per target and returns or raises at once
-            (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
-        attempt_timeout: the most one attempt may take (seconds or a duration).
-        invert: wait until every target is *down* instead.
-        backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
-        on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
-        reporter: a :class:`waitfor.report.Reporter` writing progress lines, as the CLI does.
-        defaults: option values applied to every target whose kind takes them and that does
-            not set them itself, as the CLI's ``--insecure``/``--cacert`` do
-            (``{"insecure": True}``); a name no kind takes is refused.
-
-    Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
-    INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
-    configures logging.
-
-    Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
-    :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
-    the deadline passes, :class:`~waitfor.UsageError` for bad input, and
-    :class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
-    """
     wait = Wait(
         *targets,
         timeout=timeout,
@@ -217,32 +191,6 @@ def wait_for(
     reporter: Reporter | None = None,
     defaults: Mapping[str, str | bool] | None = None,
 ) -> list[TargetResult]:
-    """Wait until every target is ready (``invert``: down); blocks, so not inside an event loop.
-
-    Parameters:
-        targets: target strings (``"postgresql://db:5432/app"``, ``"https://api/healthz#status=204"``)
-            or :class:`~waitfor.Target` values from :func:`~waitfor.parse_target`.
-        timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
-            waits forever; ``0`` makes one attempt per target and returns or raises at once
-            (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
-        attempt_timeout: the most one attempt may take (seconds or a duration).
-        invert: wait until every target is *down* instead.
-        backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
-        on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
-        reporter: a :class:`waitfor.report.Reporter` writing progress lines, as the CLI does.
-        defaults: option values applied to every target whose kind takes them and that does
-            not set them itself, as the CLI's ``--insecure``/``--cacert`` do
-            (``{"insecure": True}``); a name no kind takes is refused.
-
-    Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
-    INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
-    configures logging.
-
-    Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
-    :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
-    the deadline passes, :class:`~waitfor.UsageError` for bad input, and
-    :class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
-    """
     if _in_event_loop():
         raise UsageError(
             "wait_for() blocks and cannot run inside a running event loop; "
@@ -260,6 +208,41 @@ def wait_for(
         log=True,
     )
     return wait.run_sync()
+
+
+_PARAMETERS = """
+Parameters:
+    targets: target strings (``"postgresql://db:5432/app"``, ``"https://api/healthz#status=204"``)
+        or :class:`~waitfor.Target` values from :func:`~waitfor.parse_target`.
+    timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
+        waits forever; ``0`` makes one attempt per target and returns or raises at once
+        (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
+    attempt_timeout: the most one attempt may take (seconds or a duration).
+    invert: wait until every target is *down* instead.
+    backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
+    on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
+    reporter: a :class:`waitfor.report.Reporter` writing progress lines, as the CLI does.
+    defaults: option values applied to every target whose kind takes them and that does
+        not set them itself, as the CLI's ``--insecure``/``--cacert`` do
+        (``{"insecure": True}``); a name no kind takes is refused.
+
+Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
+INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
+configures logging.
+
+Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
+:class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
+the deadline passes, :class:`~waitfor.UsageError` for bad input, and
+:class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
+"""
+wait_for_async.__doc__ = (
+    "Wait until every target is ready (``invert``: down), on the running event loop.\n"
+    + _PARAMETERS
+)
+wait_for.__doc__ = (
+    "Wait until every target is ready (``invert``: down); blocks, so not inside an event loop.\n"
+    + _PARAMETERS
+)
 
 
 def _in_event_loop() -> bool:

@@ -1,8 +1,4 @@
-"""AMQP 0-9-1 on the wire: the connection handshake and its polite close.
-
-Written once as a conversation (:mod:`waitfor.net.conversation`), which the template
-(:mod:`waitfor.kinds.conversation`) runs for either attempt.
-"""
+"""AMQP 0-9-1 on the wire: the connection handshake and its polite close."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""memcached's text protocol on the wire: ``version``, with a login first if the server wants one.
-
-Written once as a conversation (:mod:`waitfor.net.conversation`), which the template
-(:mod:`waitfor.kinds.conversation`) runs for either attempt.
-"""
+"""memcached's text protocol on the wire: ``version``, with a login first if the server asks."""
 
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ from waitfor.net.conversation import (
     ReadLine,
     Send,
     Step,
-    TooLong,
 )
 
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
@@ -57,8 +52,6 @@ def read_line() -> Generator[Step, bytes, str]:
     """One answer line, printable, without its CRLF."""
     try:
         line = yield ReadLine(MAX_LINE)
-    except TooLong:
-        raise ProtocolError("not a memcached server (an endless line)") from None
     except Closed as exc:
         if not exc.partial:
             raise  # a plain hang-up: the server closed the connection

@@ -1,8 +1,4 @@
-"""MQTT on the wire: CONNECT, CONNACK (3.1.1 and 5.0 codes) and DISCONNECT.
-
-Written once as a conversation (:mod:`waitfor.net.conversation`), which the template
-(:mod:`waitfor.kinds.conversation`) runs for either attempt.
-"""
+"""MQTT on the wire: CONNECT, CONNACK (3.1.1 and 5.0 codes) and DISCONNECT."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""NATS on the wire: INFO, CONNECT, PING/PONG and the JetStream request, for :mod:`.nats`.
-
-Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts, and on a
-blocking socket for the first attempt before the event loop exists (``probe_now``, no TLS).
-"""
+"""NATS on the wire: INFO, CONNECT, PING/PONG and the JetStream request (TLS upgraded after INFO,
+as the clients do; the quick first attempt leaves that to the runner)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """RESP2, just enough of it for a readiness check, and the conversation a redis:// probe has.
 
-Written once as a :mod:`.conversation`: run on asyncio streams by the runner's attempts (TLS for
-rediss://), and on a blocking socket for the first attempt before the event loop exists
-(``probe_now``, redis:// only). Imported only when a probe runs; :mod:`.redis` parses targets
+Imported only when a probe runs; the front module (:mod:`waitfor.kinds.redis`) parses targets
 without it.
 """
 
@@ -20,7 +18,6 @@ from waitfor.net.conversation import (
     ReadLine,
     Send,
     Step,
-    TooLong,
 )
 
 if TYPE_CHECKING:
@@ -144,8 +141,6 @@ def _line() -> Generator[Step, bytes, bytes]:
     """One protocol line without its CRLF."""
     try:
         line = yield ReadLine(MAX_LINE)
-    except TooLong:
-        raise ProtocolError("not a Redis server (an endless line)") from None
     except Closed as exc:
         if not exc.partial:
             raise  # a plain hang-up: the server closed the connection
