@@ -1,7 +1,7 @@
 """DNS: a name resolves the way the application will resolve it, to enough of the right records.
 
 Without a nameserver in the target, names are looked up as glibc's getaddrinfo looks them up
-(see :mod:`.stubresolver`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
+(see :mod:`.stub`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
 resolv.conf's nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts``, so
 ``dns:mysvc`` in a Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local ...``) finds what
 the app would find, and so do ``hostAliases``. A trailing dot makes a name absolute. An explicit

@@ -18,10 +18,6 @@ exchange is finished the way mysqladmin finishes it: a login attempt (the URL's 
 same default user as the MySQL clients; the password only ever as the plugin's scramble, never in
 clear), then ``COM_QUIT`` when it was accepted. A refused login still counts in the server's
 ``Aborted_connects``, exactly as mysqladmin's own would, but never against the host.
-
-The exchange is written once as a :mod:`.conversation`: run on asyncio streams by the runner's
-attempts, and on a blocking socket for the first attempt before the event loop exists
-(``probe_now``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """PostgreSQL: ``ping`` mode answers exactly as pg_isready; ``query`` mode runs SELECT 1.
 
-Ping mode (the default) speaks the protocol's start-up natively (see :mod:`.pgping`): it needs no
+Ping mode (the default) speaks the protocol's start-up natively (see :mod:`.ping`): it needs no
 credentials and imports no driver, so it costs about what a TCP check costs. Query mode uses
 psycopg, imported only when a query-mode target is used, and is ready only when the database
 exists, the credentials work and ``SELECT 1`` answers; with ``primary``, only on a server that
