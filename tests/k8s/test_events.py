@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.k8s.lab import ControlPlane
 from tests.servers import free_port, tcp_listener
+from waitfor import podevents
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]
@@ -219,3 +220,52 @@ def test_a_flapping_target_stays_within_the_rate(
     assert 1 <= len(not_ready) <= 2, [e["message"] for e in not_ready]
     assert len(by_reason(events, "TimedOut")) == 1
     assert sum(e["count"] for e in not_ready) == len(not_ready)
+
+
+def test_a_silent_api_server_does_not_slow_the_wait(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    uid = create_pod(control_plane, namespace)
+    grant(control_plane, namespace, "silent", EVENTS_RULES)
+    env = env_for(control_plane, tmp_path, namespace, "silent")
+    flag = tmp_path / "flag"
+    later = f"exec:sh -c 'test -e {flag} || {{ touch {flag}; exit 1; }}'"
+    with control_plane.frozen():
+        ready = run(env, "-t", "30", later)
+        timed_out = run(env, "-t", "2", f"tcp://127.0.0.1:{free_port()}")
+    code, out, took = ready
+    assert code == 0, out
+    assert took < 0.5 + podevents.GRACE + 1.5  # the end waits GRACE for the Events, no more
+    code, out, took = timed_out
+    assert code == 124, out
+    assert took < 2 + podevents.GRACE + 1.5
+    assert said_about_events(out) == []  # dropped quietly: a slow API server is not news
+    assert described(control_plane, namespace, "app-0", uid) == []
+
+
+def test_sigterm_ends_the_wait_at_once(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    create_pod(control_plane, namespace)
+    grant(control_plane, namespace, "term", EVENTS_RULES)
+    env = env_for(control_plane, tmp_path, namespace, "term")
+    log = tmp_path / "termination-log"
+    with control_plane.frozen():  # an Event stuck in flight: the signal does not wait for it
+        proc = subprocess.Popen(
+            [*WAITFOR, "--events", "--termination-log", str(log), f"tcp://127.0.0.1:{free_port()}"],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stderr is not None
+            assert "not ready" in proc.stderr.readline() + proc.stderr.readline()
+            time.sleep(0.5)
+            sent = time.monotonic()
+            proc.terminate()
+            assert proc.wait(timeout=30) == 143
+            assert time.monotonic() - sent < 1.0
+        finally:
+            proc.kill()
+            proc.communicate()
+    assert log.read_text().startswith("interrupted by SIGTERM\ntcp://127.0.0.1:")
