@@ -10,12 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.k8s.lab import ControlPlane
 from tests.servers import free_port, tcp_listener
 from waitfor import podevents
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces/{}"
 
 
@@ -175,11 +178,20 @@ def test_without_get_pods_the_events_go_without_the_uid_and_it_is_said(
     assert all("uid" not in e["involvedObject"] for e in events)
 
 
+def example_rules() -> list[Json]:
+    """The Role examples/01 grants for --events."""
+    documents = yaml.safe_load_all((EXAMPLES / "01-wait-for-postgres.yaml").read_text())
+    (role,) = [d for d in documents if d["kind"] == "Role"]
+    rules: list[Json] = role["rules"]
+    return rules
+
+
 def test_pod_uid_from_the_downward_api_needs_no_get_pods(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
+    """As the examples run it: POD_UID from the downward API and their Role."""
     uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "downward", EVENTS_RULES[:1])
+    grant(control_plane, namespace, "downward", example_rules())
     env = {**env_for(control_plane, tmp_path, namespace, "downward"), "POD_UID": uid}
     code, out, _ = run(env, "-t", "1", f"tcp://127.0.0.1:{free_port()}")
     assert code == 124, out
