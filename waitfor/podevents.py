@@ -337,6 +337,8 @@ class PodEvents(Reporter):
                     )
             except (httpx.HTTPError, OSError, TimeoutError, config.CredentialError):
                 pass  # dropped: the next report of this target tries again
+            except config.ConfigError as exc:  # the kubeconfig changed under us
+                self._turn_off(f"no Events: {exc}")
 
     def _name(self) -> str:
         # as client-go names them: the object's name and the time, in hex (plus a counter)
