@@ -135,3 +135,31 @@ def test_an_exec_target_whose_output_changes_prints_no_line_per_attempt() -> Non
     attempts = int(lines[-1].split("(")[1].split(" attempt")[0])
     assert attempts >= 6, lines  # a line per attempt would be that many
     assert 1 <= len(not_ready) <= 3, lines
+
+
+def test_a_note_in_every_output() -> None:
+    text = TextReporter(io.StringIO())
+    text.note("no Events: forbidden")
+    assert text.stream.getvalue() == "waitfor: no Events: forbidden\n"  # type: ignore[attr-defined]
+    as_json = JsonReporter(io.StringIO())
+    as_json.note("no Events: forbidden")
+    record = json.loads(as_json.stream.getvalue())  # type: ignore[attr-defined]
+    assert (record["event"], record["message"]) == ("note", "no Events: forbidden")
+    live = LiveReporter(io.StringIO())
+    live.begin([DB], 60)
+    live.note("no Events: forbidden")
+    drawn = live.stream.getvalue()  # type: ignore[attr-defined]
+    # said above the status rows, which are drawn again below it
+    assert drawn.index("waitfor: no Events: forbidden\n") < drawn.rindex("tcp://db:5432: starting")
+
+
+def test_tee_passes_everything_on() -> None:
+    from waitfor.report import Tee
+
+    first, second = TextReporter(io.StringIO()), JsonReporter(io.StringIO())
+    tee = Tee(first, second)
+    assert feed(tee) == first.stream.getvalue()  # type: ignore[attr-defined]
+    assert len(second.stream.getvalue().splitlines()) == 1 + 50 + 2 + 2  # type: ignore[attr-defined]
+    tee.note("once")
+    assert first.stream.getvalue().endswith("waitfor: once\n")  # type: ignore[attr-defined]
+    assert "once" not in second.stream.getvalue()  # type: ignore[attr-defined]

@@ -11,12 +11,12 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NoReturn
 
 import click
 
-from waitfor import api, kinds
+from waitfor import api, kinds, termination
 from waitfor.backoff import MIN_DELAY, Backoff
 from waitfor.durations import parse_duration
 from waitfor.entry import (
@@ -30,7 +30,7 @@ from waitfor.entry import (
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
-from waitfor.report import OUTPUTS, make_reporter
+from waitfor.report import OUTPUTS, Tee, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
 COMMAND_KEY = "waitfor.command"
@@ -240,6 +240,22 @@ class WaitforCommand(click.Command):
     type=click.Path(exists=True, dir_okay=False),
     help="dns: resolver configuration to use instead of /etc/resolv.conf.",
 )
+@click.option(
+    "--termination-log",
+    metavar="PATH",
+    help=(
+        "On failure, write why here (default: /dev/termination-log when it exists, where"
+        " kubectl describe pod shows it)."
+    ),
+)
+@click.option(
+    "--events",
+    is_flag=True,
+    help=(
+        "In a pod: post Kubernetes Events on it (Waiting, NotReady, Ready, TimedOut); needs"
+        " create, patch on events."
+    ),
+)
 @click.version_option(package_name="waitfor", message="%(prog)s %(version)s")
 @click.pass_context
 def cli(
@@ -254,8 +270,12 @@ def cli(
     insecure: bool,
     cacert: str | None,
     resolv_conf: str | None,
+    termination_log: str | None,
+    events: bool,
 ) -> None:
     """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
+    final = termination.TerminationLog(termination_log)
+    termination.current = final
     command: list[str] = ctx.meta.get(COMMAND_KEY, [])
     if command and not command[0]:
         raise click.UsageError("the command after -- is empty")
@@ -274,7 +294,16 @@ def cli(
     if resolv_conf:
         defaults["resolv_conf"] = resolv_conf
     backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
-    reporter = make_reporter("quiet" if quiet else output, sys.stderr)
+    shown = make_reporter("quiet" if quiet else output, sys.stderr)
+    guard: Callable[[], contextlib.AbstractAsyncContextManager[None]] = signals_cancel
+    reporter = Tee(shown, final)
+    if events:
+        from waitfor.podevents import PodEvents
+
+        poster = PodEvents(shown.note)
+        reporter = Tee(shown, final, poster)
+        guard = lambda: _nested(signals_cancel(), poster.running())  # noqa: E731
+
     wait = api.Wait(
         *targets,
         timeout=timeout or None,
@@ -284,9 +313,18 @@ def cli(
         reporter=reporter,
         defaults=defaults,
     )
-    wait.run_sync(guard=signals_cancel)  # all ready at once: no event loop, no asyncio import
+    wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import
     if command:
         exec_command(command)
+
+
+@contextlib.asynccontextmanager
+async def _nested(
+    outer: contextlib.AbstractAsyncContextManager[None],
+    inner: contextlib.AbstractAsyncContextManager[None],
+) -> AsyncIterator[None]:
+    async with outer, inner:
+        yield
 
 
 @contextlib.asynccontextmanager
@@ -348,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     # Installed first thing (by waitfor.entry, before this module was imported, for the
     # command): as PID 1 in a container, a signal without a handler is ignored.
     install()
+    termination.current = termination.TerminationLog()  # until the options are read
     try:
         harden_stdio()
         cli.main(
@@ -365,7 +404,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _die(_name_the_variable(exc).format_message(), 2)
     except click.ClickException as exc:
         _die(exc.format_message(), 2)
-    except WaitTimeout:
+    except WaitTimeout as exc:
+        termination.current.timed_out(f"timed out after {exc.timeout:g}s", exc.results)
         sys.exit(WaitTimeout.exit_code)  # the reporter has said what was still not ready
     except Signalled as exc:  # during the synchronous part: parsing, a plugin's import, ...
         ignore_interrupts()
@@ -378,10 +418,9 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except OSError as exc:
         if exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
-        sys.stderr.write(
-            f"waitfor: error: {describe_os_error(exc)}: raise the limit (ulimit -n) "
-            "or wait for fewer targets\n"
-        )
+        message = f"{describe_os_error(exc)}: raise the limit (ulimit -n) or wait for fewer targets"
+        termination.current.failed(message)
+        sys.stderr.write(f"waitfor: error: {message}\n")
         flush_stdio()
         # Not sys.exit: a half-made event loop's finalizer would print asyncio's traceback.
         os._exit(2)
@@ -424,5 +463,6 @@ def _name_the_variable(exc: click.BadParameter) -> click.BadParameter:
 
 def _die(message: str, code: int) -> NoReturn:
     first_line = " ".join(message.split())
+    termination.current.failed(first_line)
     sys.stderr.write(f"waitfor: error: {first_line}\n")
     sys.exit(code)

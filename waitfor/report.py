@@ -42,6 +42,10 @@ class Reporter:
     def finish(self, results: Sequence[TargetResult]) -> None:
         pass
 
+    def note(self, text: str) -> None:
+        """Something the user should know that is not about a target (said once)."""
+        self._line(text)
+
     def _line(self, text: str) -> None:
         self.stream.write(f"waitfor: {text}\n")
         self.stream.flush()
@@ -113,6 +117,11 @@ class LiveReporter(TextReporter):
         self._erase()
         super().finish(results)
 
+    def note(self, text: str) -> None:
+        self._erase()
+        super().note(text)
+        self._draw(force=True)
+
     def _draw(self, force: bool) -> None:
         import shutil  # each output mode imports only what it uses: cold start counts
 
@@ -163,6 +172,9 @@ class JsonReporter(Reporter):
                 }
             )
 
+    def note(self, text: str) -> None:
+        self._emit({"event": "note", "message": text})
+
     def _emit(self, record: dict[str, object]) -> None:
         import json
         from datetime import UTC, datetime
@@ -170,6 +182,29 @@ class JsonReporter(Reporter):
         record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}
         self.stream.write(json.dumps(record) + "\n")
         self.stream.flush()
+
+
+class Tee(Reporter):
+    """Several reporters as one: each gets every call, in order; notes go to the first."""
+
+    def __init__(self, first: Reporter, *others: Reporter) -> None:
+        super().__init__(first.stream)
+        self.reporters = (first, *others)
+
+    def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        for reporter in self.reporters:
+            reporter.begin(targets, timeout)
+
+    def __call__(self, event: Event) -> None:
+        for reporter in self.reporters:
+            reporter(event)
+
+    def finish(self, results: Sequence[TargetResult]) -> None:
+        for reporter in self.reporters:
+            reporter.finish(results)
+
+    def note(self, text: str) -> None:
+        self.reporters[0].note(text)
 
 
 def make_reporter(output: str, stream: TextIO) -> Reporter:

@@ -37,7 +37,9 @@ def adapt(
 
     ``secrets``: values for env vars that Kubernetes would take from a Secret.
     """
-    document: dict[str, Any] = yaml.safe_load((EXAMPLES / example).read_text())
+    documents = yaml.safe_load_all((EXAMPLES / example).read_text())
+    # the workload; a ServiceAccount and RBAC for --events mean nothing to podman
+    document: dict[str, Any] = next(d for d in documents if d["kind"] in ("Pod", "Deployment"))
     text = yaml.safe_dump(document)
     for old, new in replace.items():
         assert old in text, f"{old!r} is not in {example}"
@@ -60,10 +62,11 @@ def adapt(
         container["image"] = image
         for variable in container.get("env", []):
             source = variable.get("valueFrom", {})
-            # podman 4.3 lacks this downward-API field; Kubernetes injects the namespace.
-            if source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            # podman 4.3 lacks these downward-API fields; Kubernetes injects the pod's own.
+            field = source.get("fieldRef", {}).get("fieldPath")
+            if field in ("metadata.namespace", "metadata.name", "metadata.uid"):
                 variable.pop("valueFrom")
-                variable["value"] = "default"
+                variable["value"] = {"metadata.namespace": "default"}.get(field, "")
             elif "secretKeyRef" in source:
                 variable.pop("valueFrom")
                 variable["value"] = (secrets or {})[variable["name"]]

@@ -127,6 +127,25 @@ class Api:
             raise ApiError(response.status_code, f"{path}: the answer is not a JSON object")
         return document
 
+    async def send(
+        self, method: str, path: str, body: Json, content_type: str = "application/json"
+    ) -> Json:
+        """``body`` as JSON with ``method`` (POST, PATCH); the answer's object, or ApiError."""
+        response = await self._client.request(
+            method,
+            path,
+            content=json.dumps(body).encode(),
+            headers={"Content-Type": content_type},
+            extensions=self._extensions,
+        )
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, self._describe_error(response))
+        try:
+            document = response.json()
+        except ValueError:
+            return {}
+        return document if isinstance(document, dict) else {}
+
     def _describe_error(self, response: httpx.Response) -> str:
         status = response.status_code
         try:
