@@ -164,12 +164,25 @@ class JsonReporter(Reporter):
             )
 
     def _emit(self, record: dict[str, object]) -> None:
-        import json
-        from datetime import UTC, datetime
-
-        record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}
-        self.stream.write(json.dumps(record) + "\n")
+        self.stream.write(json_line(record))
         self.stream.flush()
+
+
+def json_line(record: dict[str, object]) -> str:
+    """One JSON line, stamped with the time; what -o json writes for events and errors alike."""
+    import json
+    from datetime import UTC, datetime
+
+    return (
+        json.dumps({"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}) + "\n"
+    )
+
+
+def error_line(message: str, exit_code: int, *, as_json: bool) -> str:
+    """The line an error that ends waitfor is told in: JSON (an ``error`` event) with -o json."""
+    if as_json:
+        return json_line({"event": "error", "reason": message, "exit_code": exit_code})
+    return f"waitfor: error: {message}\n"
 
 
 def make_reporter(output: str, stream: TextIO) -> Reporter:
