@@ -5,12 +5,20 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from tests.servers import free_port
 from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
 from waitfor.runner import Event, EventType, TargetResult
 from waitfor.targets import parse_target
 
 DB = parse_target("tcp://db:5432")
 API = parse_target("http://admin:hunter2@api/healthz")
+
+
+@pytest.fixture
+def closed_port() -> int:
+    return free_port()
 
 
 def event(
@@ -74,10 +82,49 @@ def test_json_is_one_object_per_event() -> None:
         "event": "summary",
         "target": "http://admin:***@api/healthz",
         "ready": False,
+        "state": "not_ready",
         "attempts": 1,
         "elapsed": 30.0,
         "reason": "HTTP 503 (expecting 200-399)",
     }
+
+
+@pytest.mark.parametrize("output", ["text", "tty", "json"])
+def test_an_inverted_wait_says_down_not_ready(output: str, closed_port: int) -> None:
+    """--invert, end to end: "is down", "down after", and json's state; never "is ready (down)"."""
+    target = f"tcp://127.0.0.1:{closed_port}"
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "--invert", "-o", output, target],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ready" not in result.stderr.replace('"ready"', "")  # json's stable field names
+    if output == "json":
+        records = [json.loads(line) for line in result.stderr.splitlines()]
+        ready, summary = records[-2:]
+        assert (ready["event"], ready["state"]) == ("ready", "down")
+        assert (summary["event"], summary["ready"], summary["state"]) == ("summary", True, "down")
+        assert summary["reason"] == f"127.0.0.1:{closed_port} connection refused"
+        return
+    if output == "text":
+        assert f"waitfor: {target} is down (127.0.0.1:{closed_port} connection refused)\n" in (
+            result.stderr
+        )
+    else:
+        assert f"+ {target}: down after " in result.stderr
+    assert f"waitfor: {target} down after " in result.stderr.splitlines()[-1]
+
+
+def test_an_inverted_wait_that_timed_out_says_not_down() -> None:
+    stream = io.StringIO()
+    reporter = make_reporter("quiet", stream)
+    reporter.invert = True
+    reporter(event(EventType.TIMED_OUT, 2, "still up (connected)"))
+    assert stream.getvalue() == (
+        "waitfor: tcp://db:5432 not down after 2.00s (1 attempt): still up (connected)\n"
+    )
 
 
 def test_quiet_says_only_why_it_failed() -> None:

@@ -29,6 +29,9 @@ class Reporter:
     so the human reporters do not repeat it.
     """
 
+    #: the wait is for "down" (set by the wait before :meth:`begin`): the words say "down"
+    invert = False
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
@@ -37,7 +40,9 @@ class Reporter:
 
     def __call__(self, event: Event) -> None:
         if event.type is EventType.TIMED_OUT:
-            self._line(_final_line(event.target, False, event.elapsed, event.attempt, event.reason))
+            self._line(
+                self._final_line(event.target, False, event.elapsed, event.attempt, event.reason)
+            )
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         pass
@@ -45,6 +50,21 @@ class Reporter:
     def _line(self, text: str) -> None:
         self.stream.write(f"waitfor: {text}\n")
         self.stream.flush()
+
+    def _final_line(
+        self, target: Target, ready: bool, elapsed: float, attempts: int, reason: str
+    ) -> str:
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        if ready:
+            return f"{target} {self._state(True)} after {elapsed:.2f}s ({tries})"
+        state = "not down" if self.invert else "still not ready"
+        return f"{target} {state} after {elapsed:.2f}s ({tries}): {reason}"
+
+    def _state(self, ready: bool) -> str:
+        """The target's state in a word: ready / not_ready, or inverted down / up."""
+        if self.invert:
+            return "down" if ready else "up"
+        return "ready" if ready else "not_ready"
 
 
 class TextReporter(Reporter):
@@ -73,11 +93,11 @@ class TextReporter(Reporter):
                 return
             self._said[target] = (event.reason, event.elapsed)
         elif event.type is EventType.READY:
-            self._line(f"{target} is ready ({event.reason})")
+            self._line(f"{target} is {self._state(True)} ({event.reason})")
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
-            self._line(_final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason))
+            self._line(self._final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason))
 
 
 class LiveReporter(TextReporter):
@@ -99,7 +119,7 @@ class LiveReporter(TextReporter):
     def __call__(self, event: Event) -> None:
         t = event.target
         if event.type is EventType.READY:
-            row = f"+ {t}: ready after {event.elapsed:.2f}s ({event.reason})"
+            row = f"+ {t}: {self._state(True)} after {event.elapsed:.2f}s ({event.reason})"
         elif event.type in (EventType.NOT_READY, EventType.TIMED_OUT, EventType.FAILED):
             spin = self.SPINNER[event.attempt % len(self.SPINNER)]
             row = f"{spin} {t}: {event.reason} ({event.attempt} attempts, {event.elapsed:.1f}s)"
@@ -147,6 +167,8 @@ class JsonReporter(Reporter):
                 "attempt": event.attempt,
                 "elapsed": round(event.elapsed, 4),
                 "reason": event.reason,
+                # ready / down (inverted): what a ready event means, in a word
+                **({"state": self._state(True)} if event.type is EventType.READY else {}),
             }
         )
 
@@ -157,6 +179,7 @@ class JsonReporter(Reporter):
                     "event": "summary",
                     "target": str(r.target),
                     "ready": r.ready,
+                    "state": self._state(r.ready),  # ready / not_ready, inverted down / up
                     "attempts": r.attempts,
                     "elapsed": round(r.elapsed, 4),
                     "reason": r.reason,
@@ -195,10 +218,3 @@ def make_reporter(output: str, stream: TextIO) -> Reporter:
         "quiet": Reporter,
     }
     return reporters[output](stream)
-
-
-def _final_line(target: Target, ready: bool, elapsed: float, attempts: int, reason: str) -> str:
-    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
-    if ready:
-        return f"{target} ready after {elapsed:.2f}s ({tries})"
-    return f"{target} still not ready after {elapsed:.2f}s ({tries}): {reason}"

@@ -114,7 +114,7 @@ async def run(
                 raise CheckFailed(str(target), reason)
             if outcome.ready != invert:
                 state.ready_at = elapsed()
-                state.reason = "down" if invert else reason
+                state.reason = reason  # what showed it ready (inverted: what showed it down)
                 emit(Event(EventType.READY, target, state.attempts, state.ready_at, state.reason))
                 return
             state.reason = f"still up ({reason})" if invert else reason
