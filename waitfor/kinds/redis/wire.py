@@ -103,6 +103,7 @@ def converse(target: Target, options: RedisOptions) -> Conversation:
         selected = yield from call("SELECT", params["db"])
         if isinstance(selected, RedisError):
             return Outcome.down(f"SELECT {params['db']}: {selected}")
+    checked = []  # what ready rests on besides the login, named in the detail
     if options.role == "master":
         info = yield from call("INFO", "replication")
         if isinstance(info, RedisError) or not isinstance(info, bytes):
@@ -110,14 +111,15 @@ def converse(target: Target, options: RedisOptions) -> Conversation:
         role = _info_field(info, "role")
         if role != "master":
             return Outcome.down(f"not a primary (role:{role}); waiting for role:master")
+        checked.append("role master")
     if options.key is not None:
         exists = yield from call("EXISTS", options.key)
         if isinstance(exists, RedisError):
             return Outcome.down(f"EXISTS: {exists}")
         if exists != 1:
             return Outcome.down(f"key {options.key!r} does not exist yet")
-        return Outcome.up(f"key {options.key!r} exists")
-    return Outcome.up("logged in, PONG")
+        return Outcome.up(", ".join([*checked, f"key {options.key!r} exists"]))
+    return Outcome.up(", ".join(["logged in, PONG", *checked]))
 
 
 # --- just enough RESP2 for a handful of commands, with every length bounded --------------------
