@@ -56,8 +56,12 @@ class NetBackend(httpcore.AsyncNetworkBackend):
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(f"{path}: timed out after {timeout:.1f}s") from exc
         except OSError as exc:
-            raise httpcore.ConnectError(f"{path}: {describe_os_error(exc)}") from exc
-        return NetStream(reader, writer)
+            reason = f"{path}: {describe_os_error(exc)}"
+        else:
+            return NetStream(reader, writer)
+        # Raised outside the handler: the innermost error is the reason shown, and this one
+        # names the socket (httpcore re-raises "from None", which leaves the OSError as context).
+        raise httpcore.ConnectError(reason)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
