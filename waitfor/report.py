@@ -4,6 +4,7 @@ Text output never floods: one line when a target's state or reason changes (at m
 ``CHANGED_REASON_EVERY`` seconds per target), a "still waiting" reminder every
 ``STILL_WAITING_EVERY`` seconds per target, and a summary line per target at the end.
 Everything goes to the given stream (stderr from the CLI); targets print in redacted form only.
+A reason always comes last, after a colon, never in parentheses: it may hold its own.
 """
 
 from __future__ import annotations
@@ -83,17 +84,17 @@ class TextReporter(Reporter):
             if said is None or (
                 said[0] != event.reason and event.elapsed - said[1] >= CHANGED_REASON_EVERY
             ):
-                self._line(f"{target} not ready: {event.reason}")
+                self._line(f"{target} not {self._state(True)}: {event.reason}")
             elif event.elapsed - said[1] >= STILL_WAITING_EVERY:
                 self._line(
-                    f"still waiting for {target} ({event.attempt} attempts, {event.elapsed:.0f}s, "
-                    f"last error: {event.reason})"
+                    f"still waiting for {target} ({event.attempt} attempts, {event.elapsed:.0f}s), "
+                    f"last error: {event.reason}"
                 )
             else:
                 return
             self._said[target] = (event.reason, event.elapsed)
         elif event.type is EventType.READY:
-            self._line(f"{target} is {self._state(True)} ({event.reason})")
+            self._line(f"{target} is {self._state(True)}: {event.reason}")
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
@@ -119,7 +120,7 @@ class LiveReporter(TextReporter):
     def __call__(self, event: Event) -> None:
         t = event.target
         if event.type is EventType.READY:
-            row = f"+ {t}: {self._state(True)} after {event.elapsed:.2f}s ({event.reason})"
+            row = f"+ {t}: {self._state(True)} after {event.elapsed:.2f}s: {event.reason}"
         elif event.type in (EventType.NOT_READY, EventType.TIMED_OUT, EventType.FAILED):
             spin = self.SPINNER[event.attempt % len(self.SPINNER)]
             row = f"{spin} {t}: {event.reason} ({event.attempt} attempts, {event.elapsed:.1f}s)"
