@@ -301,9 +301,26 @@ def test_text_output_says_what_and_why_without_flooding(closed_port: int) -> Non
     with http_server(Script(status=503)) as (url, _):
         result = waitfor("-o", "text", "-t", "2", f"tcp://127.0.0.1:{closed_port}", url)
     lines = result.stderr.splitlines()
-    assert lines[0].startswith("waitfor: waiting for tcp://127.0.0.1:")
+    assert lines[:3] == [
+        "waitfor: waiting for 2 targets (timeout 2s):",
+        f"waitfor:   tcp://127.0.0.1:{closed_port}",
+        f"waitfor:   {url}",
+    ]
     assert f"waitfor: {url} not ready: HTTP 503 (expecting 200-399)" in lines
-    assert len(lines) == 5  # header, one line per target on change, one summary per target
+    assert len(lines) == 7  # header and targets, one line per target on change, one summary each
+
+
+def test_the_start_line_lists_targets_as_the_summary_does(closed_port: int) -> None:
+    """A target may hold ", " or any separator (#status=200,204): one per line, as at the end."""
+    targets = [f"http://127.0.0.1:{closed_port}/a#status=200,204", "exec:sh -c 'exit 1, 2'"]
+    result = waitfor("-o", "text", "-t", "0.5", *targets)
+    lines = result.stderr.splitlines()
+    assert lines[0] == "waitfor: waiting for 2 targets (timeout 0.5s):"
+    listed = [line.removeprefix("waitfor:   ") for line in lines[1:3]]
+    summarised = [
+        line.removeprefix("waitfor: ").partition(" still not ready")[0] for line in lines[-2:]
+    ]
+    assert listed == summarised == [targets[0], targets[1]]
 
 
 @pytest.mark.parametrize("mode", ["text", "quiet"])

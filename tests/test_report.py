@@ -47,7 +47,9 @@ def feed(reporter: Reporter) -> str:
 def test_text_says_what_and_why_without_flooding() -> None:
     lines = feed(TextReporter(io.StringIO())).splitlines()
     assert lines == [
-        "waitfor: waiting for tcp://db:5432, http://admin:***@api/healthz (timeout 60s)",
+        "waitfor: waiting for 2 targets (timeout 60s):",
+        "waitfor:   tcp://db:5432",
+        "waitfor:   http://admin:***@api/healthz",
         "waitfor: tcp://db:5432 not ready: connection refused",
         "waitfor: still waiting for tcp://db:5432 (21 attempts, 10s), "
         "last error: connection refused",

@@ -73,9 +73,21 @@ class TextReporter(Reporter):
         super().__init__(stream)
         self._said: dict[Target, tuple[str, float]] = {}  # last reason printed, and when
 
+    #: several targets are listed one per line under the first (the live view's rows name them)
+    LISTS_TARGETS = True
+
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
         limit = "no timeout" if timeout is None else f"timeout {timeout:g}s"
-        self._line(f"waiting for {', '.join(map(str, targets))} ({limit})")
+        if len(targets) == 1:
+            self._line(f"waiting for {targets[0]} ({limit})")
+            return
+        # one per line, as in the summary: any separator may be part of a target (#status=200,204)
+        if not self.LISTS_TARGETS:
+            self._line(f"waiting for {len(targets)} targets ({limit})")
+            return
+        self._line(f"waiting for {len(targets)} targets ({limit}):")
+        for target in targets:
+            self._line(f"  {target}")
 
     def __call__(self, event: Event) -> None:
         target = event.target
@@ -105,6 +117,7 @@ class LiveReporter(TextReporter):
     """One status line per target, redrawn in place; for a terminal."""
 
     SPINNER = "|/-\\"
+    LISTS_TARGETS = False
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
