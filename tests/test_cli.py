@@ -137,30 +137,30 @@ def test_timeout_zero_waits_forever(passed: Passed, monkeypatch: pytest.MonkeyPa
     assert passed.kwargs["timeout"] is None
 
 
-@pytest.mark.parametrize(
-    ("args", "env", "message"),
-    [
-        ([], {}, "no targets given"),
-        (["nope"], {}, "invalid target 'nope': missing scheme"),
-        (["tcp://a"], {}, "invalid target 'tcp://a': missing port"),
-        (["-t", "-1", "tcp://a:1"], {}, "'-1' is not a duration"),
-        (["-t", "nan", "tcp://a:1"], {}, "'nan' is not a duration"),
-        (["--attempt-timeout", "0", "tcp://a:1"], {}, "--attempt-timeout"),
-        (["--max-interval", "0", "tcp://a:1"], {}, "must be at least 0.01s"),
-        (["--bogus", "tcp://a:1"], {}, "--bogus"),
-        (["-o", "xml", "tcp://a:1"], {}, "'xml' is not one of"),
-        (["--cacert", "/nonexistent", "tcp://a:1"], {}, "does not exist"),
-        (
-            [],
-            {"WAITFOR_TIMEOUT": "soon", "WAITFOR_TARGETS": "tcp://a:1"},
-            "'soon' is not a duration",
-        ),
-        (["http://u:hunter2@h:99999"], {}, "invalid port"),
-        (["redis://:hunter2%FF@db"], {}, "the password is not valid UTF-8"),
-        (["mysql://u:hunter2%FF@db/app"], {}, "the password is not valid UTF-8"),
-        (["memcached://u:hunter2%FF@cache"], {}, "the password is not valid UTF-8"),
-    ],
-)
+BAD_INPUTS = [
+    ([], {}, "no targets given"),
+    (["nope"], {}, "invalid target 'nope': missing scheme"),
+    (["tcp://a"], {}, "invalid target 'tcp://a': missing port"),
+    (["-t", "-1", "tcp://a:1"], {}, "'-1' is not a duration"),
+    (["-t", "nan", "tcp://a:1"], {}, "'nan' is not a duration"),
+    (["--attempt-timeout", "0", "tcp://a:1"], {}, "--attempt-timeout"),
+    (["--max-interval", "0", "tcp://a:1"], {}, "must be at least 0.01s"),
+    (["--bogus", "tcp://a:1"], {}, "--bogus"),
+    (["-o", "xml", "tcp://a:1"], {}, "'xml' is not one of"),
+    (["--cacert", "/nonexistent", "tcp://a:1"], {}, "does not exist"),
+    (
+        [],
+        {"WAITFOR_TIMEOUT": "soon", "WAITFOR_TARGETS": "tcp://a:1"},
+        "'soon' is not a duration",
+    ),
+    (["http://u:hunter2@h:99999"], {}, "invalid port"),
+    (["redis://:hunter2%FF@db"], {}, "the password is not valid UTF-8"),
+    (["mysql://u:hunter2%FF@db/app"], {}, "the password is not valid UTF-8"),
+    (["memcached://u:hunter2%FF@cache"], {}, "the password is not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("args", "env", "message"), BAD_INPUTS)
 def test_bad_input_is_one_line_and_exit_2(
     args: list[str], env: dict[str, str], message: str
 ) -> None:
@@ -172,6 +172,62 @@ def test_bad_input_is_one_line_and_exit_2(
     assert lines[0].startswith("waitfor: error: ")
     assert message in lines[0]
     assert "hunter2" not in result.stderr
+
+
+def json_lines(stderr: str) -> list[dict[str, Any]]:
+    """Every line of stderr as JSON (fails on the first that is not)."""
+    return [json.loads(line) for line in stderr.splitlines()]
+
+
+@pytest.mark.parametrize("asked", ["-o json", "--output=json", "WAITFOR_OUTPUT=json"])
+@pytest.mark.parametrize(
+    ("args", "env", "message"), [bad for bad in BAD_INPUTS if "-o" not in bad[0]]
+)
+def test_with_json_output_errors_are_json_too(
+    asked: str, args: list[str], env: dict[str, str], message: str
+) -> None:
+    env = {"WAITFOR_TARGETS": "", **env}
+    if asked.startswith("WAITFOR_"):
+        env["WAITFOR_OUTPUT"] = "json"
+    else:
+        args = [*asked.split(), *args]
+    result = waitfor(*args, env=env)
+    assert result.returncode == 2
+    [record] = json_lines(result.stderr)
+    assert (record["event"], record["exit_code"]) == ("error", 2)
+    assert message in record["reason"]
+    assert "hunter2" not in result.stderr
+
+
+def test_with_json_output_every_way_to_fail_is_json(tmp_path: Path) -> None:
+    """A permanent failure, a missing command, a signal: each ends with an ``error`` event."""
+    with banner_server(b"S") as port:  # agrees to TLS: now the root certificate is needed
+        target = f"postgresql://127.0.0.1:{port}/x?sslmode=verify-full&sslrootcert={tmp_path}/none"
+        failed = waitfor("-o", "json", "-t", "5", target)
+    assert failed.returncode == 2
+    records = json_lines(failed.stderr)
+    assert [r["event"] for r in records][-2:] == ["failed", "error"]
+    assert "root certificate file" in records[-1]["reason"]
+
+    port = free_port()
+    with tcp_listener(port):
+        missing = waitfor("-o", "json", f"tcp://127.0.0.1:{port}", "--", "no-such-command-xyz")
+    assert missing.returncode == 127
+    assert json_lines(missing.stderr)[-1] == {
+        "time": json_lines(missing.stderr)[-1]["time"],
+        "event": "error",
+        "reason": "command not found: no-such-command-xyz",
+        "exit_code": 127,
+    }
+
+    proc = start("-o", "json", "-t", "60", f"tcp://127.0.0.1:{free_port()}")
+    assert proc.stderr is not None
+    proc.stderr.readline()  # the begin event: the wait has begun
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 143
+    last = json_lines(proc.stderr.read())[-1]
+    assert (last["event"], last["exit_code"]) == ("error", 143)
+    assert "interrupted by SIGTERM" in last["reason"]
 
 
 def test_ready_target_runs_the_command_with_its_exit_code() -> None:
@@ -245,9 +301,26 @@ def test_text_output_says_what_and_why_without_flooding(closed_port: int) -> Non
     with http_server(Script(status=503)) as (url, _):
         result = waitfor("-o", "text", "-t", "2", f"tcp://127.0.0.1:{closed_port}", url)
     lines = result.stderr.splitlines()
-    assert lines[0].startswith("waitfor: waiting for tcp://127.0.0.1:")
+    assert lines[:3] == [
+        "waitfor: waiting for 2 targets (timeout 2s):",
+        f"waitfor:   tcp://127.0.0.1:{closed_port}",
+        f"waitfor:   {url}",
+    ]
     assert f"waitfor: {url} not ready: HTTP 503 (expecting 200-399)" in lines
-    assert len(lines) == 5  # header, one line per target on change, one summary per target
+    assert len(lines) == 7  # header and targets, one line per target on change, one summary each
+
+
+def test_the_start_line_lists_targets_as_the_summary_does(closed_port: int) -> None:
+    """A target may hold ", " or any separator (#status=200,204): one per line, as at the end."""
+    targets = [f"http://127.0.0.1:{closed_port}/a#status=200,204", "exec:sh -c 'exit 1, 2'"]
+    result = waitfor("-o", "text", "-t", "0.5", *targets)
+    lines = result.stderr.splitlines()
+    assert lines[0] == "waitfor: waiting for 2 targets (timeout 0.5s):"
+    listed = [line.removeprefix("waitfor:   ") for line in lines[1:3]]
+    summarised = [
+        line.removeprefix("waitfor: ").partition(" still not ready")[0] for line in lines[-2:]
+    ]
+    assert listed == summarised == [targets[0], targets[1]]
 
 
 @pytest.mark.parametrize("mode", ["text", "quiet"])

@@ -207,7 +207,7 @@ def test_the_cli_waits_on_an_installed_kind(venv: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
-    assert f"{target} is ready (imok)" in rest
+    assert f"{target} is ready: imok" in rest
 
 
 def test_the_library_waits_on_an_installed_kind(venv: Path) -> None:
@@ -232,7 +232,7 @@ def test_a_kind_without_a_host_needs_only_probe(venv: Path, tmp_path: Path) -> N
     flag.touch()
     result = run(venv, "-m", "waitfor", "-o", "text", "-t", "20", target)
     assert result.returncode == 0, result.stderr
-    assert f"{target} is ready ({flag} exists)" in result.stderr
+    assert f"{target} is ready: {flag} exists" in result.stderr
 
 
 def test_plugins_use_only_the_published_interface() -> None:

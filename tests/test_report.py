@@ -5,12 +5,20 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from tests.servers import free_port
 from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
 from waitfor.runner import Event, EventType, TargetResult
 from waitfor.targets import parse_target
 
 DB = parse_target("tcp://db:5432")
 API = parse_target("http://admin:hunter2@api/healthz")
+
+
+@pytest.fixture
+def closed_port() -> int:
+    return free_port()
 
 
 def event(
@@ -39,14 +47,16 @@ def feed(reporter: Reporter) -> str:
 def test_text_says_what_and_why_without_flooding() -> None:
     lines = feed(TextReporter(io.StringIO())).splitlines()
     assert lines == [
-        "waitfor: waiting for tcp://db:5432, http://admin:***@api/healthz (timeout 60s)",
+        "waitfor: waiting for 2 targets (timeout 60s):",
+        "waitfor:   tcp://db:5432",
+        "waitfor:   http://admin:***@api/healthz",
         "waitfor: tcp://db:5432 not ready: connection refused",
-        "waitfor: still waiting for tcp://db:5432 (21 attempts, 10s, "
-        "last error: connection refused)",
-        "waitfor: still waiting for tcp://db:5432 (41 attempts, 20s, "
-        "last error: connection refused)",
+        "waitfor: still waiting for tcp://db:5432 (21 attempts, 10s), "
+        "last error: connection refused",
+        "waitfor: still waiting for tcp://db:5432 (41 attempts, 20s), "
+        "last error: connection refused",
         "waitfor: http://admin:***@api/healthz not ready: HTTP 503 (expecting 200-399)",
-        "waitfor: tcp://db:5432 is ready (connected to 10.0.0.1:5432)",
+        "waitfor: tcp://db:5432 is ready: connected to 10.0.0.1:5432",
         "waitfor: tcp://db:5432 ready after 26.00s (53 attempts)",
         "waitfor: http://admin:***@api/healthz still not ready after 30.00s (1 attempt): "
         "HTTP 503 (expecting 200-399)",
@@ -56,7 +66,7 @@ def test_text_says_what_and_why_without_flooding() -> None:
 def test_live_view_redraws_one_line_per_target() -> None:
     out = feed(LiveReporter(io.StringIO()))
     assert "\x1b[2F\x1b[J" in out  # moves up over the two status lines and redraws them
-    assert "+ tcp://db:5432: ready after 26.00s (connected to 10.0.0.1:5432)" in out
+    assert "+ tcp://db:5432: ready after 26.00s: connected to 10.0.0.1:5432" in out
     assert out.endswith(
         "waitfor: http://admin:***@api/healthz still not ready after 30.00s (1 attempt): "
         "HTTP 503 (expecting 200-399)\n"
@@ -74,10 +84,76 @@ def test_json_is_one_object_per_event() -> None:
         "event": "summary",
         "target": "http://admin:***@api/healthz",
         "ready": False,
+        "state": "not_ready",
         "attempts": 1,
         "elapsed": 30.0,
         "reason": "HTTP 503 (expecting 200-399)",
     }
+
+
+@pytest.mark.parametrize("output", ["text", "tty", "json"])
+def test_an_inverted_wait_says_down_not_ready(output: str, closed_port: int) -> None:
+    """--invert, end to end: "is down", "down after", and json's state; never "is ready (down)"."""
+    target = f"tcp://127.0.0.1:{closed_port}"
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "--invert", "-o", output, target],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ready" not in result.stderr.replace('"ready"', "")  # json's stable field names
+    if output == "json":
+        records = [json.loads(line) for line in result.stderr.splitlines()]
+        ready, summary = records[-2:]
+        assert (ready["event"], ready["state"]) == ("ready", "down")
+        assert (summary["event"], summary["ready"], summary["state"]) == ("summary", True, "down")
+        assert summary["reason"] == f"127.0.0.1:{closed_port} connection refused"
+        return
+    if output == "text":
+        assert f"waitfor: {target} is down: 127.0.0.1:{closed_port} connection refused\n" in (
+            result.stderr
+        )
+    else:
+        assert f"+ {target}: down after " in result.stderr
+    assert f"waitfor: {target} down after " in result.stderr.splitlines()[-1]
+
+
+def test_an_inverted_wait_that_timed_out_says_not_down() -> None:
+    stream = io.StringIO()
+    reporter = make_reporter("quiet", stream)
+    reporter.invert = True
+    reporter(event(EventType.TIMED_OUT, 2, "still up, connected"))
+    assert stream.getvalue() == (
+        "waitfor: tcp://db:5432 not down after 2.00s (1 attempt): still up, connected\n"
+    )
+
+
+def nesting(line: str) -> int:
+    depth = deepest = 0
+    for char in line:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+@pytest.mark.parametrize("output", ["text", "tty", "quiet"])
+@pytest.mark.parametrize("invert", [False, True])
+def test_a_reason_is_never_wrapped_in_parentheses(output: str, invert: bool) -> None:
+    """Reasons hold parentheses of their own (HTTP 503 (expecting 200-399), accepting
+    connections (MySQL protocol 10, ...)): the report puts them after a colon, never inside."""
+    stream = io.StringIO()
+    reporter = make_reporter(output, stream)
+    reporter.invert = invert
+    reporter.begin([DB], 60)
+    for second in range(0, 30, 10):
+        reporter(event(EventType.NOT_READY, second, "HTTP 503 (expecting 200-399)", n=second + 1))
+    reporter(event(EventType.READY, 31, "accepting connections (MySQL protocol 10)", n=32))
+    reporter(event(EventType.TIMED_OUT, 32, "still up, server is up (it requires a password)"))
+    reporter.finish([TargetResult(DB, True, 32, 31.0, "accepting connections (MySQL protocol 10)")])
+    lines = stream.getvalue().replace("\r", "\n").splitlines()
+    assert lines
+    assert [line for line in lines if nesting(line) > 1] == []
 
 
 def test_quiet_says_only_why_it_failed() -> None:

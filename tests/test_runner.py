@@ -106,6 +106,17 @@ def test_an_attempt_cut_off_says_what_it_waited_for(fake: MakeTarget) -> None:
     assert info.value.results[0].reason == "no greeting after 0.3s"
 
 
+def test_a_hanging_attempt_puts_the_previous_reason_after_it_not_inside(
+    fake: MakeTarget,
+) -> None:
+    """The previous reason may hold parentheses of its own: none are put around it."""
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("a", Outcome.down("HTTP 503 (expecting 200)"), "hang")], timeout=2.5)
+    reason = info.value.results[0].reason
+    assert reason.startswith("timed out after "), reason
+    assert reason.endswith("s; previous attempt: HTTP 503 (expecting 200)"), reason
+
+
 def test_permanent_failure_stops_everything(fake: MakeTarget) -> None:
     with pytest.raises(CheckFailed, match="fake://a: bad config"):
         wait([fake("a", Outcome.fatal("bad config")), fake("b", "hang")])
@@ -116,7 +127,7 @@ def test_invert_waits_until_down(fake: MakeTarget) -> None:
     events: list[Event] = []
     results = wait([fake("a", UP, UP, DOWN)], invert=True, events=events)
     assert results[0].ready  # type: ignore[index]
-    assert [e.reason for e in events if e.type is EventType.NOT_READY] == ["still up (up)"] * 2
+    assert [e.reason for e in events if e.type is EventType.NOT_READY] == ["still up, up"] * 2
 
 
 def test_no_task_is_left_behind_after_cancellation(fake: MakeTarget) -> None:

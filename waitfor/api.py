@@ -146,6 +146,7 @@ class Wait:
         if self.started is None:
             self.started = time.monotonic()
             if self.reporter is not None:
+                self.reporter.invert = self.invert
                 self.reporter.begin(self.targets, self.timeout)
         return self.started
 

@@ -30,7 +30,7 @@ from waitfor.entry import (
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
-from waitfor.report import OUTPUTS, Tee, make_reporter
+from waitfor.report import OUTPUTS, Tee, error_line, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
 COMMAND_KEY = "waitfor.command"
@@ -387,10 +387,12 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     # command): as PID 1 in a container, a signal without a handler is ignored.
     install()
     termination.current = termination.TerminationLog()  # until the options are read
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
         harden_stdio()
+        _ERRORS["json"] = _json_output(args)
         cli.main(
-            args=list(argv) if argv is not None else None,
+            args=args,
             prog_name="waitfor",
             standalone_mode=False,
             auto_envvar_prefix="WAITFOR",
@@ -420,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             raise
         message = f"{describe_os_error(exc)}: raise the limit (ulimit -n) or wait for fewer targets"
         termination.current.failed(message)
-        sys.stderr.write(f"waitfor: error: {message}\n")
+        sys.stderr.write(error_line(message, 2, as_json=_ERRORS["json"]))
         flush_stdio()
         # Not sys.exit: a half-made event loop's finalizer would print asyncio's traceback.
         os._exit(2)
@@ -442,8 +444,8 @@ def run() -> NoReturn:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except Signalled as exc:  # before main's own handling began
         ignore_interrupts()
-        sys.stderr.write(f"waitfor: error: {exc.describe()}\n")
         code = 128 + exc.signum
+        sys.stderr.write(error_line(exc.describe(), code, as_json=_ERRORS["json"]))
     flush_stdio()
     os._exit(code)
 
@@ -464,5 +466,30 @@ def _name_the_variable(exc: click.BadParameter) -> click.BadParameter:
 def _die(message: str, code: int) -> NoReturn:
     first_line = " ".join(message.split())
     termination.current.failed(first_line)
-    sys.stderr.write(f"waitfor: error: {first_line}\n")
+    sys.stderr.write(error_line(first_line, code, as_json=_ERRORS["json"]))
     sys.exit(code)
+
+
+#: errors are JSON lines when the output asked for is json (known before click has parsed it)
+_ERRORS = {"json": False}
+
+
+def _json_output(args: Sequence[str]) -> bool:
+    """Whether -o json (or WAITFOR_OUTPUT=json) is asked for, without -q: read from the words
+    themselves, so that an error click finds before it has parsed --output is JSON too."""
+    output = os.environ.get("WAITFOR_OUTPUT", "")
+    try:
+        quiet = bool(click.BOOL.convert(os.environ.get("WAITFOR_QUIET") or "0", None, None))
+    except click.BadParameter:
+        quiet = False
+    words = iter(args[: args.index("--")] if "--" in args else args)
+    for word in words:
+        if word in ("-o", "--output"):
+            output = next(words, "")
+        elif word.startswith("--output="):
+            output = word.removeprefix("--output=")
+        elif word.startswith("-o"):
+            output = word.removeprefix("-o")
+        elif word in ("-q", "--quiet"):
+            quiet = True
+    return output == "json" and not quiet

@@ -4,6 +4,7 @@ Text output never floods: one line when a target's state or reason changes (at m
 ``CHANGED_REASON_EVERY`` seconds per target), a "still waiting" reminder every
 ``STILL_WAITING_EVERY`` seconds per target, and a summary line per target at the end.
 Everything goes to the given stream (stderr from the CLI); targets print in redacted form only.
+A reason always comes last, after a colon, never in parentheses: it may hold its own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class Reporter:
     so the human reporters do not repeat it.
     """
 
+    #: the wait is for "down" (set by the wait before :meth:`begin`): the words say "down"
+    invert = False
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
@@ -37,7 +41,9 @@ class Reporter:
 
     def __call__(self, event: Event) -> None:
         if event.type is EventType.TIMED_OUT:
-            self._line(_final_line(event.target, False, event.elapsed, event.attempt, event.reason))
+            self._line(
+                self._final_line(event.target, False, event.elapsed, event.attempt, event.reason)
+            )
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         pass
@@ -50,15 +56,42 @@ class Reporter:
         self.stream.write(f"waitfor: {text}\n")
         self.stream.flush()
 
+    def _final_line(
+        self, target: Target, ready: bool, elapsed: float, attempts: int, reason: str
+    ) -> str:
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        if ready:
+            return f"{target} {self._state(True)} after {elapsed:.2f}s ({tries})"
+        state = "not down" if self.invert else "still not ready"
+        return f"{target} {state} after {elapsed:.2f}s ({tries}): {reason}"
+
+    def _state(self, ready: bool) -> str:
+        """The target's state in a word: ready / not_ready, or inverted down / up."""
+        if self.invert:
+            return "down" if ready else "up"
+        return "ready" if ready else "not_ready"
+
 
 class TextReporter(Reporter):
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
         self._said: dict[Target, tuple[str, float]] = {}  # last reason printed, and when
 
+    #: several targets are listed one per line under the first (the live view's rows name them)
+    LISTS_TARGETS = True
+
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
         limit = "no timeout" if timeout is None else f"timeout {timeout:g}s"
-        self._line(f"waiting for {', '.join(map(str, targets))} ({limit})")
+        if len(targets) == 1:
+            self._line(f"waiting for {targets[0]} ({limit})")
+            return
+        # one per line, as in the summary: any separator may be part of a target (#status=200,204)
+        if not self.LISTS_TARGETS:
+            self._line(f"waiting for {len(targets)} targets ({limit})")
+            return
+        self._line(f"waiting for {len(targets)} targets ({limit}):")
+        for target in targets:
+            self._line(f"  {target}")
 
     def __call__(self, event: Event) -> None:
         target = event.target
@@ -67,27 +100,28 @@ class TextReporter(Reporter):
             if said is None or (
                 said[0] != event.reason and event.elapsed - said[1] >= CHANGED_REASON_EVERY
             ):
-                self._line(f"{target} not ready: {event.reason}")
+                self._line(f"{target} not {self._state(True)}: {event.reason}")
             elif event.elapsed - said[1] >= STILL_WAITING_EVERY:
                 self._line(
-                    f"still waiting for {target} ({event.attempt} attempts, {event.elapsed:.0f}s, "
-                    f"last error: {event.reason})"
+                    f"still waiting for {target} ({event.attempt} attempts, {event.elapsed:.0f}s), "
+                    f"last error: {event.reason}"
                 )
             else:
                 return
             self._said[target] = (event.reason, event.elapsed)
         elif event.type is EventType.READY:
-            self._line(f"{target} is ready ({event.reason})")
+            self._line(f"{target} is {self._state(True)}: {event.reason}")
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
-            self._line(_final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason))
+            self._line(self._final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason))
 
 
 class LiveReporter(TextReporter):
     """One status line per target, redrawn in place; for a terminal."""
 
     SPINNER = "|/-\\"
+    LISTS_TARGETS = False
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
@@ -103,7 +137,7 @@ class LiveReporter(TextReporter):
     def __call__(self, event: Event) -> None:
         t = event.target
         if event.type is EventType.READY:
-            row = f"+ {t}: ready after {event.elapsed:.2f}s ({event.reason})"
+            row = f"+ {t}: {self._state(True)} after {event.elapsed:.2f}s: {event.reason}"
         elif event.type in (EventType.NOT_READY, EventType.TIMED_OUT, EventType.FAILED):
             spin = self.SPINNER[event.attempt % len(self.SPINNER)]
             row = f"{spin} {t}: {event.reason} ({event.attempt} attempts, {event.elapsed:.1f}s)"
@@ -156,6 +190,8 @@ class JsonReporter(Reporter):
                 "attempt": event.attempt,
                 "elapsed": round(event.elapsed, 4),
                 "reason": event.reason,
+                # ready / down (inverted): what a ready event means, in a word
+                **({"state": self._state(True)} if event.type is EventType.READY else {}),
             }
         )
 
@@ -166,6 +202,7 @@ class JsonReporter(Reporter):
                     "event": "summary",
                     "target": str(r.target),
                     "ready": r.ready,
+                    "state": self._state(r.ready),  # ready / not_ready, inverted down / up
                     "attempts": r.attempts,
                     "elapsed": round(r.elapsed, 4),
                     "reason": r.reason,
@@ -176,11 +213,7 @@ class JsonReporter(Reporter):
         self._emit({"event": "note", "message": text})
 
     def _emit(self, record: dict[str, object]) -> None:
-        import json
-        from datetime import UTC, datetime
-
-        record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}
-        self.stream.write(json.dumps(record) + "\n")
+        self.stream.write(json_line(record))
         self.stream.flush()
 
 
@@ -207,6 +240,23 @@ class Tee(Reporter):
         self.reporters[0].note(text)
 
 
+def json_line(record: dict[str, object]) -> str:
+    """One JSON line, stamped with the time; what -o json writes for events and errors alike."""
+    import json
+    from datetime import UTC, datetime
+
+    return (
+        json.dumps({"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}) + "\n"
+    )
+
+
+def error_line(message: str, exit_code: int, *, as_json: bool) -> str:
+    """The line an error that ends waitfor is told in: JSON (an ``error`` event) with -o json."""
+    if as_json:
+        return json_line({"event": "error", "reason": message, "exit_code": exit_code})
+    return f"waitfor: error: {message}\n"
+
+
 def make_reporter(output: str, stream: TextIO) -> Reporter:
     if output == "auto":
         output = "tty" if stream.isatty() else "text"
@@ -217,10 +267,3 @@ def make_reporter(output: str, stream: TextIO) -> Reporter:
         "quiet": Reporter,
     }
     return reporters[output](stream)
-
-
-def _final_line(target: Target, ready: bool, elapsed: float, attempts: int, reason: str) -> str:
-    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
-    if ready:
-        return f"{target} ready after {elapsed:.2f}s ({tries})"
-    return f"{target} still not ready after {elapsed:.2f}s ({tries}): {reason}"

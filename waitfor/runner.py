@@ -115,10 +115,10 @@ async def run(
                 raise CheckFailed(str(target), reason)
             if outcome.ready != invert:
                 state.ready_at = elapsed()
-                state.reason = "down" if invert else reason
+                state.reason = reason  # what showed it ready (inverted: what showed it down)
                 emit(Event(EventType.READY, target, state.attempts, state.ready_at, state.reason))
                 return
-            state.reason = f"still up ({reason})" if invert else reason
+            state.reason = f"still up, {reason}" if invert else reason
             emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
             if once:
                 return
@@ -167,7 +167,7 @@ def _in_flight_reason(state: _State, now: float) -> str:
         return named or f"timed out after {waited:.1f}s"
     if waited < SLOW_ATTEMPT:  # cut off early: what the previous attempt saw is the news
         return state.reason
-    return f"{named or f'timed out after {waited:.1f}s'} (previous attempt: {state.reason})"
+    return f"{named or f'timed out after {waited:.1f}s'}; previous attempt: {state.reason}"
 
 
 def _results(states: Sequence[_State], now: float) -> list[TargetResult]:

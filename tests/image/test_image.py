@@ -135,7 +135,7 @@ def test_waits_for_postgres_started_later(image: str, pg_cluster: Callable[[], C
     started = time.monotonic()
     assert waiter.wait(timeout=30) == 0
     assert time.monotonic() - started < 3.0
-    assert f"{cluster.url()} is ready (accepting connections)" in waiter.stderr.read()  # type: ignore[union-attr]
+    assert f"{cluster.url()} is ready: accepting connections" in waiter.stderr.read()  # type: ignore[union-attr]
 
 
 def test_dependency_that_never_comes_times_out(image: str) -> None:

@@ -138,7 +138,7 @@ def test_postgres_init_container(
     assert player.wait(timeout=60) == 0
     app_ran(f"{pod}-app")
     assert podman("logs", f"{pod}-app").stdout == "the app started\n"
-    assert "is ready (accepting connections)" in podman("logs", f"{pod}-wait-for-postgres").stderr
+    assert "is ready: accepting connections" in podman("logs", f"{pod}-wait-for-postgres").stderr
 
 
 def test_dns_init_container_shows_why_it_is_stuck(

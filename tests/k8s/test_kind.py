@@ -109,7 +109,7 @@ def test_job_created_after_the_wait_begins_completes(
     control_plane.make_pods_ready(namespace, "job=migrate", phase="Succeeded", count=1)
     code, out = waiter.result()
     assert code == 0, out
-    assert "is ready (complete)" in out
+    assert "is ready: complete" in out
 
 
 def test_default_namespace_is_the_contexts_and_a_missing_job_times_out_naming_it(
@@ -317,7 +317,7 @@ def test_invert_waits_for_deletion(
     )
     code, out = waiter.result()
     assert code == 0, out
-    assert "still up (exists)" in out
+    assert "still up, exists" in out
 
 
 def test_forbidden_serviceaccount_proceeds_once_the_role_is_bound(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from pathlib import Path
@@ -136,13 +137,29 @@ def test_ndots_threshold(server: DnsServer) -> None:
     assert missing == "NXDOMAIN: no such name (tried nope.x.corp.test, nope.x)"
 
 
-def test_server_not_answering_times_out_within_the_budget(tmp_path: Path) -> None:
+def test_server_not_answering_times_out_within_the_budget() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:  # bound, never answers
+        silent.bind(("127.0.0.1", 0))
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        ready, reason = probe(f"dns://127.0.0.1:{port}/db.test", budget=1.0)
+        assert not ready
+        assert reason == f"timed out: no answer from 127.0.0.1:{port} in 1.0s"
+        assert time.monotonic() - started < 2.0
+        # cut off by the runner, the reason names the server too
+        reason = not_ready_reason(f"dns://127.0.0.1:{port}/db.test", timeout=1.5)
+        assert reason.startswith(f"timed out: no answer from 127.0.0.1:{port} in "), reason
+
+
+def test_nothing_listening_on_the_nameserver_is_a_refusal_at_once() -> None:
+    """As dns: (through resolv.conf) says it: ICMP port unreachable on a connected socket."""
     port = free_port()  # nothing listens there (UDP)
     started = time.monotonic()
-    ready, reason = probe(f"dns://127.0.0.1:{port}/db.test", budget=1.0)
-    assert not ready
-    assert reason == "timed out: no answer from 127.0.0.1 in 1.0s"
-    assert time.monotonic() - started < 2.0
+    assert probe(f"dns://127.0.0.1:{port}/db.test", budget=5.0) == (
+        False,
+        f"connection refused by 127.0.0.1:{port}",
+    )
+    assert time.monotonic() - started < 2.0  # not the 5 s budget
 
 
 def test_server_failure(server: DnsServer) -> None:

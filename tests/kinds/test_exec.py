@@ -163,7 +163,7 @@ def test_waitfor_targets_keeps_quoted_words_together(tmp_path: Path) -> None:
         timeout=30,
     )
     assert result.returncode == 0, result.stderr
-    assert "exec:test prod = prod is ready (exit 0)" in result.stderr
+    assert "exec:test prod = prod is ready: exit 0" in result.stderr
 
 
 def test_long_and_hostile_output_is_one_short_line() -> None:

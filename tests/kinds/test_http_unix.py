@@ -44,7 +44,7 @@ def test_same_options_as_http(tmp_path: Path) -> None:
 
 def test_missing_socket_then_server(tmp_path: Path) -> None:
     sock = tmp_path / "app.sock"
-    assert reason(address(sock)) == "no such file or directory"
+    assert reason(address(sock)) == f"{sock}: no such file or directory"  # as unix:// says
     done = threading.Event()
 
     def serve() -> None:

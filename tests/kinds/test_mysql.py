@@ -211,7 +211,10 @@ def test_cli_exit_codes_and_one_line_errors(running: MariaDB) -> None:
         command = [sys.executable, "-m", "waitfor", *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=30)
 
-    assert run(f"mariadb://127.0.0.1:{running.port}").returncode == 0
+    up = run("-o", "text", f"mariadb://127.0.0.1:{running.port}")
+    assert up.returncode == 0
+    # the report adds no parentheses around the detail's own
+    assert " is ready: accepting connections (MySQL protocol 10, server " in up.stderr
     down = run("-t", "0.5", f"mysql://127.0.0.1:{free_port()}")
     assert (down.returncode, "connection refused" in down.stderr) == (124, True)
     for bad, message in (

@@ -65,7 +65,7 @@ def test_query_mode_trusts_the_system_ca_bundle(
     )
     trusted = waitfor_with_system_ca(bundle, target)
     assert trusted.returncode == 0, trusted.stderr
-    assert "is ready (SELECT 1 succeeded)" in trusted.stderr
+    assert "is ready: SELECT 1 succeeded" in trusted.stderr
     # The machine's own bundle does not hold this CA: the same target is never ready.
     untrusted = waitfor_with_system_ca(None, target)
     assert untrusted.returncode == 124, untrusted.stderr

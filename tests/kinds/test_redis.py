@@ -170,7 +170,10 @@ def test_masterdown_replica_then_role_master(redis: MakeServer) -> None:
         wait_for(f"{url}#role=master", timeout=1)
     assert info.value.results[0].reason == "not a primary (role:slave); waiting for role:master"
     threading.Timer(0.5, lambda: replica.cli("REPLICAOF", "NO", "ONE")).start()
-    assert wait_for(f"{url}#role=master", timeout=20)[0].ready
+    [result] = wait_for(f"{url}#role=master", timeout=20)
+    assert result.reason == "logged in, PONG, role master"  # names the role it checked
+    replica.cli("SET", "k", "1")
+    assert probe(f"{url}#role=master&key=k").reason == "role master, key 'k' exists"
 
 
 def test_non_redis_listeners() -> None:

@@ -69,5 +69,5 @@ def test_invert_waits_until_the_port_closes() -> None:
     with tcp_listener(port):
         with pytest.raises(WaitTimeout) as info:
             wait_for(f"tcp://127.0.0.1:{port}", timeout=0.5, invert=True, backoff=FAST)
-        assert info.value.results[0].reason.startswith("still up (connected to")
+        assert info.value.results[0].reason.startswith("still up, connected to")
     assert wait_for(f"tcp://127.0.0.1:{port}", timeout=2, invert=True)[0].ready

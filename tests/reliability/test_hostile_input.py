@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import string
 from collections import Counter
@@ -72,8 +73,11 @@ def check_run(code: int, stderr: str, family: str) -> None:
     assert "Traceback" not in stderr, stderr
     assert code in (0, 2, 124), (code, stderr)
     if code == 2:
-        assert stderr.startswith("waitfor: error: "), stderr
         assert stderr.count("\n") == 1, stderr
+        if stderr.startswith("{"):  # -o json: the error is an event too
+            assert json.loads(stderr)["event"] == "error", stderr
+        else:
+            assert stderr.startswith("waitfor: error: "), stderr
     for piece in MARKER_PIECES:
         assert piece not in stderr, stderr
     if code != 2:

@@ -268,7 +268,7 @@ def expected_lines(mode: str, lines: list[str], display: str, ready: bool) -> No
         assert lines[-1].startswith(f"waitfor: {display} {final} "), lines
     elif ready:
         assert len(lines) == 3, lines
-        assert lines[1].startswith(f"waitfor: {display} is ready ("), lines
+        assert lines[1].startswith(f"waitfor: {display} is ready: "), lines
         assert re.fullmatch(
             rf"waitfor: {re.escape(display)} ready after \S+s \(1 attempt\)", lines[2]
         )

@@ -6,9 +6,9 @@ resolv.conf's nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempt
 ``dns:mysvc`` in a Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local ...``) finds what
 the app would find, and so do ``hostAliases``. A trailing dot makes a name absolute. An explicit
 ``?type=`` asks the DNS only (the same search list), as a record query does. With a nameserver
-(``dns://10.96.0.10/mysvc.ns.svc.cluster.local.``) only that server is asked and the name is
-taken as absolute (dnspython). Every attempt asks afresh: nothing is cached, not even a
-negative answer.
+(``dns://10.96.0.10/mysvc.ns.svc.cluster.local.``) only that server is asked, on a connected
+socket as the stub resolver asks (a refusal is told at once), and the name is taken as absolute.
+Every attempt asks afresh: nothing is cached, not even a negative answer.
 
 Without a type, the name must have addresses (A or AAAA, asked concurrently). ``min=N`` awaits
 N records (a headless Service lists only its ready pods); ``value=X`` awaits a record equal to X.
@@ -19,23 +19,29 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from waitfor import urls
-from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    describe_os_error,
+    reject_unknown,
+    single,
+)
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
 if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
-    import dns.asyncresolver
     import dns.rdata
-    import dns.resolver
 
     from waitfor.kinds.dns import stub
 
 RESOLV_CONF = "/etc/resolv.conf"
 SHOWN_RECORDS = 5
+RESEND_EVERY = 2.0  # dns://: a query without an answer is sent again (UDP may lose it)
 DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT")
 
 
@@ -126,26 +132,14 @@ class DnsCheck(Check[DnsOptions]):
     def name(self) -> str:
         return self.target.param("name") or ""
 
-    @cached_property
-    def _resolver(self) -> dns.asyncresolver.Resolver:
-        """For ``dns://NAMESERVER/NAME``: that server only."""
-        import dns.asyncresolver
-
-        resolver = dns.asyncresolver.Resolver(configure=False)
-        resolver.nameservers = [self.target.param("nameserver") or ""]
-        resolver.port = int(self.target.param("port") or 53)
-        resolver.cache = None  # each attempt asks afresh; no negative caching
-        return resolver
-
     async def probe(self, budget: float) -> Outcome:
         import asyncio
 
         if not self.target.param("nameserver"):
             return await self._like_the_app(budget)
-        resolver = self._resolver
         rdtype = self.target.param("type")
         types = (rdtype,) if rdtype else ("A", "AAAA")
-        lookups = await asyncio.gather(*(self._lookup(resolver, t, budget) for t in types))
+        lookups = await asyncio.gather(*(self._lookup(t, budget) for t in types))
         return self._judge(lookups, "/".join(types) if rdtype else "A/AAAA")
 
     async def _like_the_app(self, budget: float) -> Outcome:
@@ -193,29 +187,57 @@ class DnsCheck(Check[DnsOptions]):
             return Outcome.down("nsswitch.conf's hosts line names no source waitfor can ask")
         return Outcome.down("; ".join(reasons) or f"{name} is not in /etc/hosts")
 
-    async def _lookup(
-        self, resolver: dns.asyncresolver.Resolver, rdtype: str, budget: float
-    ) -> _Lookup:
-        import dns.exception
-        import dns.resolver
+    async def _lookup(self, rdtype: str, budget: float) -> _Lookup:
+        """``dns://NAMESERVER/NAME``: that server only, the name as absolute."""
+        import asyncio
 
-        name = self.name
+        import dns.exception
+        import dns.message
+        import dns.name
+        import dns.rcode
+        import dns.rdatatype
+
+        from waitfor.kinds.dns import stub
+        from waitfor.net.activity import waiting_on
+        from waitfor.urls import host_port
+
+        name = self.name.rstrip(".")
+        server, port = self.target.param("nameserver") or "", int(self.target.param("port") or 53)
+        shown = host_port(server, port)
+        query = dns.message.make_query(dns.name.from_text(name), rdtype)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget
         try:
-            answer = await resolver.resolve(name, rdtype, search=True, lifetime=budget)
-        except dns.resolver.NXDOMAIN as exc:
-            tried = ", ".join(q.to_text(omit_final_dot=True) for q in exc.qnames())  # type: ignore[no-untyped-call]
-            return _Lookup(rdtype, error=f"NXDOMAIN: no such name (tried {tried})", nxdomain=True)
-        except dns.resolver.NoAnswer:
-            return _Lookup(rdtype, error=f"no {rdtype} record for {name}")
-        except dns.resolver.LifetimeTimeout:
-            servers = ", ".join(str(ns) for ns in resolver.nameservers)
-            return _Lookup(rdtype, error=f"timed out: no answer from {servers} in {budget:.1f}s")
-        except dns.resolver.NoNameservers as exc:
-            return _Lookup(rdtype, error=f"server failure: {_failures(exc)}")
+            # cut off by the attempt's end, as its own timeout says it
+            with waiting_on(lambda waited: f"timed out: no answer from {shown} in {waited:.1f}s"):
+                while True:
+                    try:
+                        left = deadline - loop.time()
+                        answer = await stub.exchange(query, server, min(RESEND_EVERY, left), port)
+                        break
+                    except TimeoutError:
+                        if loop.time() >= deadline:
+                            raise
+        except ConnectionRefusedError:  # ICMP port unreachable: nothing listens there
+            return _Lookup(rdtype, error=f"connection refused by {shown}")
+        except TimeoutError:
+            return _Lookup(rdtype, error=f"timed out: no answer from {shown} in {budget:.1f}s")
+        except OSError as exc:
+            return _Lookup(rdtype, error=f"{shown}: {describe_os_error(exc)}")
         except dns.exception.DNSException as exc:
             return _Lookup(rdtype, error=f"DNS error: {exc}")
-        assert answer.rrset is not None
-        return _Lookup(rdtype, records=tuple(_forms(rdata) for rdata in answer.rrset))
+        rcode = answer.rcode()
+        if rcode == dns.rcode.NXDOMAIN:
+            return _Lookup(rdtype, error=f"NXDOMAIN: no such name (tried {name})", nxdomain=True)
+        if rcode != dns.rcode.NOERROR:
+            text = dns.rcode.to_text(rcode)
+            return _Lookup(rdtype, error=f"server failure: {shown} answered {text}")
+        wanted = dns.rdatatype.from_text(rdtype)
+        # the wanted records at the end of any CNAME chain in the answer, as a resolver takes them
+        records = [rdata for rrset in answer.answer if rrset.rdtype == wanted for rdata in rrset]
+        if not records:
+            return _Lookup(rdtype, error=f"no {rdtype} record for {name}")
+        return _Lookup(rdtype, records=tuple(_forms(rdata) for rdata in records))
 
     def _judge(self, lookups: list[_Lookup], described: str) -> Outcome:
         records = [record for lookup in lookups for record in lookup.records]
@@ -262,14 +284,3 @@ def _search_reason(result: stub.Search, name: str, described: str) -> str:
     if len(tried) == 1 and tried[0].outcome == "SERVFAIL":
         return f"server failure: {tried[0].detail}"
     return "not found: " + "; ".join(f"{c.name}: {c.detail}" for c in tried)
-
-
-def _failures(exc: dns.resolver.NoNameservers) -> str:
-    """ "127.0.0.1:53 answered REFUSED" for each server that failed."""
-    parts = []
-    for server, _tcp, port, problem, *_ in exc.kwargs.get("errors", []):
-        shown = str(server).removeprefix("Do53:").replace("@", ":")
-        if shown == str(server) and ":" not in shown:
-            shown = f"{shown}:{port}"
-        parts.append(f"{shown} {problem}")
-    return "; ".join(parts) or str(exc)

@@ -291,7 +291,7 @@ async def _send(qname: str, rdtype: str, config: ResolverConfig) -> dns.message.
             seconds = config.timeout << index  # glibc's send_dg: retrans << ns, / nscount
             seconds = max(seconds // count if index else seconds, 1)
             try:
-                answer = await _exchange(query, server, seconds)
+                answer = await exchange(query, server, seconds)
             except ConnectionRefusedError:
                 continue
             except (TimeoutError, OSError, dns.exception.DNSException):  # no (usable) answer
@@ -311,14 +311,16 @@ async def _send(qname: str, rdtype: str, config: ResolverConfig) -> dns.message.
     return _NoAnswer(f"no answer from {servers}", unreachable=False)
 
 
-async def _exchange(query: dns.message.Message, server: str, timeout: float) -> dns.message.Message:
+async def exchange(
+    query: dns.message.Message, server: str, timeout: float, port: int = 53
+) -> dns.message.Message:
     """One query over UDP (TCP if truncated), on a connected socket as glibc uses: an ICMP
     "port unreachable" is ConnectionRefusedError at once, not a timeout."""
     loop = asyncio.get_running_loop()
     family = socket.AF_INET6 if ":" in server else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
         sock.setblocking(False)
-        sock.connect((server, 53))
+        sock.connect((server, port))
         await loop.sock_sendall(sock, query.to_wire())
         async with asyncio.timeout(timeout):
             while True:
@@ -330,7 +332,7 @@ async def _exchange(query: dns.message.Message, server: str, timeout: float) -> 
                 if query.is_response(answer):
                     break
     if answer.flags & dns.flags.TC:
-        answer = await dns.asyncquery.tcp(query, server, timeout=timeout)
+        answer = await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
     return answer
 
 

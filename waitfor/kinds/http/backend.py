@@ -52,13 +52,17 @@ class NetBackend(httpcore.AsyncNetworkBackend):
         try:
             sock = unixsock.connected(path)
         except unixsock.NotAccepted as exc:
-            raise httpcore.ConnectError(f"{path}: {exc}") from exc
-        try:
-            reader, writer = await asyncio.open_unix_connection(sock=sock)
-        except BaseException:
-            sock.close()
-            raise
-        return NetStream(reader, writer)
+            reason = f"{path}: {exc}"
+        else:
+            try:
+                reader, writer = await asyncio.open_unix_connection(sock=sock)
+            except BaseException:
+                sock.close()
+                raise
+            return NetStream(reader, writer)
+        # Raised outside the handler: this error, naming the socket, is the reason shown
+        # (httpcore re-raises "from None", which would leave another as the context).
+        raise httpcore.ConnectError(reason)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

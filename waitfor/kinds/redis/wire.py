@@ -74,21 +74,23 @@ def converse(
         selected = yield from call("SELECT", params["db"])
         if isinstance(selected, RedisError):
             return Outcome.down(f"SELECT {params['db']}: {selected}")
+    checked = []  # what ready rests on besides the login, named in the detail
     if role == "master":
         info = yield from call("INFO", "replication")
         if isinstance(info, RedisError) or not isinstance(info, bytes):
             return Outcome.down(f"INFO replication: {_shown(info)}")
-        role = _info_field(info, "role")
-        if role != "master":
-            return Outcome.down(f"not a primary (role:{role}); waiting for role:master")
+        actual = _info_field(info, "role")
+        if actual != "master":
+            return Outcome.down(f"not a primary (role:{actual}); waiting for role:master")
+        checked.append("role master")
     if key is not None:
         exists = yield from call("EXISTS", key)
         if isinstance(exists, RedisError):
             return Outcome.down(f"EXISTS: {exists}")
         if exists != 1:
             return Outcome.down(f"key {key!r} does not exist yet")
-        return Outcome.up(f"key {key!r} exists")
-    return Outcome.up("logged in, PONG")
+        return Outcome.up(", ".join([*checked, f"key {key!r} exists"]))
+    return Outcome.up(", ".join(["logged in, PONG", *checked]))
 
 
 # --- just enough RESP2 for a handful of commands, with every length bounded --------------------
