@@ -224,6 +224,15 @@ class Tee(Reporter):
         super().__init__(first.stream)
         self.reporters = (first, *others)
 
+    @property  # a Tee's words are its reporters'
+    def invert(self) -> bool:
+        return self.reporters[0].invert
+
+    @invert.setter
+    def invert(self, value: bool) -> None:
+        for reporter in self.reporters:
+            reporter.invert = value
+
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
         for reporter in self.reporters:
             reporter.begin(targets, timeout)

@@ -108,7 +108,7 @@ def test_a_full_backlog_reads_as_for_unix_targets(tmp_path: Path) -> None:
                     client.connect(str(path))
                 except BlockingIOError:
                     break
-            assert reason(address(path)) == "listening, but its backlog is full"
+            assert reason(address(path)) == f"{path}: listening, but its backlog is full"
             assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
         finally:
             for client in held:
@@ -118,4 +118,4 @@ def test_a_full_backlog_reads_as_for_unix_targets(tmp_path: Path) -> None:
 def test_a_regular_file_is_not_a_socket(tmp_path: Path) -> None:
     path = tmp_path / "app.sock"
     path.write_text("")
-    assert reason(address(path)) == "not a socket"
+    assert reason(address(path)) == f"{path}: not a socket"
