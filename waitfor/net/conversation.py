@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome
 from waitfor.net.errors import TlsError, tls_failure
@@ -36,7 +36,8 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     import asyncio
     import ssl
-    from typing import Protocol
+    from collections.abc import Callable
+    from typing import Protocol, TypeVar
 
     class Transport(Protocol):
         """Bytes in and out, TLS on demand; ``until`` (monotonic, inf for none) bounds a step:
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
         ) -> None: ...  # TlsError when the handshake fails
         async def pause(self) -> None: ...  # every YIELD_EVERY reads
 
+    T = TypeVar("T")
 
-T = TypeVar("T")
 INF = float("inf")
 
 
@@ -79,12 +80,12 @@ class Briefly(Value):
 
 
 Step = Send | Read | ReadLine | StartTls | Briefly
-#: a protocol exchange whose answer is a T
-Exchange = Generator[Step, bytes, T]
 #: an exchange whose answer is the kind's outcome
-Conversation = Exchange[Outcome]
-
-TlsFactory = Callable[[], "ssl.SSLContext"]
+Conversation = Generator[Step, bytes, Outcome]
+if TYPE_CHECKING:  # for annotations only: a generic alias made at run time costs start-up
+    #: a protocol exchange whose answer is a T
+    Exchange = Generator[Step, bytes, T]
+    TlsFactory = Callable[[], ssl.SSLContext]
 
 #: reads one conversation may make: the longest real exchange needs dozens; a peer that floods
 #: (heartbeats, +OK, PINGs) is not answering, and a reply no longer counts as a sign of life

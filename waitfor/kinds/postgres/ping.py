@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from waitfor.kind import describe_os_error
 from waitfor.kinds.postgres.conninfo import Endpoint, endpoints
-from waitfor.net.conversation import Closed, Exchange, Flooded, Injected, Read, Send, StartTls
+from waitfor.net.conversation import Closed, Flooded, Injected, Read, Send, StartTls
 from waitfor.net.errors import TlsError
 from waitfor.values import Value
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from waitfor.net import aio, blocking
+    from waitfor.net.conversation import Exchange
 
     _T = TypeVar("_T")
     TlsContext = Callable[[], ssl.SSLContext]
