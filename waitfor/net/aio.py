@@ -44,16 +44,14 @@ import time
 from typing import Any, NamedTuple
 
 from waitfor.net.activity import waiting_on
-from waitfor.net.errors import describe_os_error
+from waitfor.net.errors import NetError as NetError
+from waitfor.net.errors import TlsError as TlsError
+from waitfor.net.errors import describe_os_error, tls_failure
 from waitfor.urls import host_port
 
 RESOLV_CONF = "/etc/resolv.conf"
 #: lookups of one name allowed in flight at once; later attempts share the newest
 MAX_LOOKUPS_PER_NAME = 2
-
-
-class NetError(Exception):
-    """Not reachable (yet); the message is the reason, ready to show."""
 
 
 class ResolveError(NetError):
@@ -70,10 +68,6 @@ class ConnectError(NetError):
         super().__init__(f"{address} {detail}")
         self.address = address
         self.detail = detail  # "connection refused", "timed out after 0.5s", "too many open files"
-
-
-class TlsError(NetError):
-    """The TLS handshake failed (a plaintext retry may make sense, as libpq's sslmode=prefer)."""
 
 
 class Address(NamedTuple):
@@ -180,14 +174,8 @@ async def start_tls(
     try:
         async with asyncio.timeout(timeout):
             await writer.start_tls(tls, server_hostname=server_hostname or None)
-    except TimeoutError:
-        raise TlsError(f"TLS handshake timed out after {timeout:.1f}s") from None
-    except ssl.SSLCertVerificationError as exc:
-        raise TlsError(f"TLS certificate not trusted: {exc.verify_message}") from None
-    except ssl.SSLError as exc:
-        raise TlsError(f"TLS error: {exc.reason or exc}") from None
-    except OSError as exc:
-        raise TlsError(f"TLS handshake failed: {describe_os_error(exc)}") from None
+    except OSError as exc:  # TimeoutError and ssl.SSLError are OSErrors
+        raise tls_failure(exc, timeout) from None
 
 
 def nameservers(path: str = RESOLV_CONF) -> list[str]:

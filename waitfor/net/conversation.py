@@ -1,30 +1,58 @@
-"""A protocol conversation written once, run on asyncio streams or on a blocking socket.
+"""A protocol exchange written once, run on asyncio streams or on a blocking socket.
 
 A kind's wire module writes its handshake as a generator that yields steps (:class:`Send`,
 :class:`Read`, :class:`ReadLine`, :class:`StartTls`, :class:`Briefly`), receives the bytes it
-asked for, and returns the :class:`Outcome`. :func:`run_async` drives it over asyncio streams (the
-runner's attempts); :func:`run_blocking` over a connected socket, for ``Check.probe_now``'s first
-attempt before the event loop exists. Both throw :class:`Closed` into the generator when the peer
-hangs up mid-read, :class:`TooLong` when a line exceeds its limit and TimeoutError when a read
-after :class:`Briefly` takes too long, so the protocol code handles those once, and answers are
-the same either way; a connection reset is thrown in too. :func:`attempt`
-and :func:`first_attempt` add the connection around them. This module imports neither asyncio
-nor ssl.
+asked for, and returns its answer: an :class:`Outcome` (a :data:`Conversation`), or a kind's own
+result (the postgres ping's). One driver, :func:`drive`, runs the steps over a small transport:
+the reads (buffered here, so framing, :class:`Closed` and :class:`TooLong` are decided once), the
+flood bound, the timeouts after :class:`Briefly`, TLS. Two transports: asyncio streams (the
+runner's attempts) and a blocking socket (``Check.probe_now``'s first attempt, before the event
+loop exists). The blocking one never suspends, so :func:`drive`'s coroutine runs to its end in a
+single ``send(None)``, with no event loop at all.
+
+Thrown into the generator, so the protocol code handles them once and answers are the same
+either way: :class:`Closed` when the peer hangs up mid-read, :class:`TooLong` when a line exceeds
+its limit, TimeoutError when a read after :class:`Briefly` takes too long, a connection reset
+(ConnectionError), and :class:`TlsError` when :class:`StartTls` fails (:class:`Injected` when
+bytes arrived before the handshake). A peer that only keeps sending raises :class:`Flooded`.
+
+:func:`run_async` and :func:`run_blocking` run a :data:`Conversation` (a flood is an outcome);
+:func:`exchange_async` and :func:`exchange_blocking` any exchange. :func:`attempt` and
+:func:`first_attempt` add the connection around them. This module imports neither asyncio nor
+ssl: the transport that needs one imports it.
 """
 
 from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome
+from waitfor.net.errors import TlsError, tls_failure
 from waitfor.values import Value
 
 if TYPE_CHECKING:
     import asyncio
     import ssl
+    from collections.abc import Callable
+    from typing import Protocol, TypeVar
+
+    class Transport(Protocol):
+        """Bytes in and out, TLS on demand; ``until`` (monotonic, inf for none) bounds a step:
+        TimeoutError past it."""
+
+        async def send(self, data: bytes, until: float) -> None: ...
+        async def receive(self, until: float) -> bytes: ...  # what arrived; b"" at the end
+        async def start_tls(
+            self, context: ssl.SSLContext, server_hostname: str, deadline: float
+        ) -> None: ...  # TlsError when the handshake fails
+        async def pause(self) -> None: ...  # every YIELD_EVERY reads
+
+    T = TypeVar("T")
+
+INF = float("inf")
 
 
 class Send(Value):
@@ -52,8 +80,12 @@ class Briefly(Value):
 
 
 Step = Send | Read | ReadLine | StartTls | Briefly
+#: an exchange whose answer is the kind's outcome
 Conversation = Generator[Step, bytes, Outcome]
-
+if TYPE_CHECKING:  # for annotations only: a generic alias made at run time costs start-up
+    #: a protocol exchange whose answer is a T
+    Exchange = Generator[Step, bytes, T]
+    TlsFactory = Callable[[], ssl.SSLContext]
 
 #: reads one conversation may make: the longest real exchange needs dozens; a peer that floods
 #: (heartbeats, +OK, PINGs) is not answering, and a reply no longer counts as a sign of life
@@ -61,6 +93,8 @@ MAX_READS = 10_000
 #: read steps between two passes of the event loop: data already buffered is read without
 #: suspending, and a task that never suspends hears neither its deadline nor a signal
 YIELD_EVERY = 16
+#: bytes asked of the transport at once
+CHUNK = 65536
 
 
 class Closed(Exception):
@@ -76,7 +110,173 @@ class TooLong(Exception):
 
 
 class NotNow(Exception):
-    """The blocking driver cannot do this step (TLS): leave the attempt to the runner."""
+    """The driver cannot do this step (StartTls without a TLS context): leave it to the runner."""
+
+
+class Flooded(Exception):
+    """The peer kept sending past :data:`MAX_READS` reads: that is not an answer."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the server kept sending without answering ({MAX_READS:,} reads)")
+
+
+class Injected(TlsError):
+    """Bytes arrived after the answer that agreed to TLS, before the handshake: they did not come
+    through TLS (a man in the middle can put them there, CVE-2021-23222), so no upgrade."""
+
+    def __init__(self) -> None:
+        super().__init__("TLS error: unencrypted data arrived before the handshake")
+
+
+async def drive(
+    exchange: Exchange[T],
+    transport: Transport,
+    *,
+    tls: TlsFactory | None = None,
+    server_hostname: str = "",
+    deadline: float = INF,
+) -> T:
+    """Run ``exchange`` over ``transport`` to its answer: the one step loop of both drivers.
+
+    ``tls`` makes the context for :class:`StartTls` (only then); ``deadline`` bounds its
+    handshake and :class:`Briefly`, which never reaches it (that would cancel a known answer).
+    Raises :class:`Flooded`, :class:`NotNow`, and what the exchange or the transport raise.
+    """
+    buffered = bytearray()  # received, not yet asked for
+    answer: bytes | BaseException | None = None  # None starts the generator
+    soft = INF
+    reads = 0
+    try:
+        while True:
+            try:
+                step = _advance(exchange, answer)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            answer = b""
+            try:
+                if isinstance(step, Send):
+                    await transport.send(step.data, soft)
+                elif isinstance(step, Read | ReadLine):
+                    reads += 1
+                    if reads > MAX_READS:
+                        raise Flooded
+                    if reads % YIELD_EVERY == 0:
+                        await transport.pause()
+                    if isinstance(step, Read):
+                        answer = await _read(transport, buffered, step.size, soft)
+                    else:
+                        answer = await _read_line(transport, buffered, step, soft)
+                elif isinstance(step, StartTls):
+                    if tls is None:
+                        raise NotNow("TLS")
+                    if buffered:
+                        raise Injected
+                    await transport.start_tls(tls(), server_hostname, deadline)
+                else:
+                    soft = min(time.monotonic() + step.seconds, deadline - 0.05)
+            except (Closed, TooLong, TimeoutError, ConnectionError, TlsError) as exc:
+                answer = exc  # a reset is an answer to some (a mysql ping's login)
+    finally:
+        exchange.close()
+
+
+async def _read(transport: Transport, buffered: bytearray, size: int, until: float) -> bytes:
+    while len(buffered) < size:
+        if not await _receive(transport, buffered, until):
+            partial = bytes(buffered)
+            buffered.clear()
+            raise Closed(partial)
+    data = bytes(buffered[:size])
+    del buffered[:size]
+    return data
+
+
+async def _read_line(
+    transport: Transport, buffered: bytearray, step: ReadLine, until: float
+) -> bytes:
+    while (end := buffered.find(step.end)) < 0 and len(buffered) <= step.limit:
+        if not await _receive(transport, buffered, until):
+            partial = bytes(buffered)
+            buffered.clear()
+            raise Closed(partial)
+    size = end + len(step.end)
+    if end < 0 or size > step.limit:
+        raise TooLong
+    line = bytes(buffered[:size])
+    del buffered[:size]
+    return line
+
+
+async def _receive(transport: Transport, into: bytearray, until: float) -> bool:
+    """Append what arrives; False at the end of the stream."""
+    data = await transport.receive(until)
+    into += data
+    return bool(data)
+
+
+def _advance(exchange: Exchange[T], answer: bytes | BaseException | None) -> Step:
+    if answer is None:
+        return next(exchange)
+    if isinstance(answer, BaseException):
+        return exchange.throw(answer)
+    return exchange.send(answer)
+
+
+# --- on the event loop ---------------------------------------------------------------------
+
+
+class _Streams:
+    """asyncio streams as a transport."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def send(self, data: bytes, until: float) -> None:
+        self.writer.write(data)
+        async with _within(until):
+            await self.writer.drain()
+
+    async def receive(self, until: float) -> bytes:
+        async with _within(until):
+            return await self.reader.read(CHUNK)
+
+    async def start_tls(
+        self, context: ssl.SSLContext, server_hostname: str, deadline: float
+    ) -> None:
+        from waitfor.net import aio
+
+        await aio.start_tls(
+            self.writer, context, server_hostname, max(deadline - time.monotonic(), 0.0)
+        )
+
+    async def pause(self) -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+
+def _within(until: float) -> asyncio.Timeout:
+    import asyncio
+
+    return asyncio.timeout(None if until == INF else until - time.monotonic())
+
+
+async def exchange_async(
+    exchange: Exchange[T],
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    tls: TlsFactory | None = None,
+    server_hostname: str = "",
+    deadline: float = INF,
+) -> T:
+    """:func:`drive` ``exchange`` over streams (``tls``, ``deadline``: as there)."""
+    transport = _Streams(reader, writer)
+    return await drive(
+        exchange, transport, tls=tls, server_hostname=server_hostname, deadline=deadline
+    )
 
 
 async def run_async(
@@ -84,57 +284,22 @@ async def run_async(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     *,
-    tls: Callable[[], ssl.SSLContext] | None = None,
+    tls: TlsFactory | None = None,
     server_hostname: str = "",
-    deadline: float = float("inf"),
+    deadline: float = INF,
 ) -> Outcome:
-    """Drive ``conversation`` over streams. ``tls`` makes the context for :class:`StartTls` (only
-    then); ``deadline`` bounds its handshake and :class:`Briefly`, which never reaches it (that
-    would cancel a known answer)."""
-    import asyncio
-
-    from waitfor.net import aio
-
-    answer: bytes | BaseException | None = None  # None starts the generator
-    soft = float("inf")
-    reads = 0
-    while True:
-        try:
-            step = _advance(conversation, answer)
-        except StopIteration as stop:
-            outcome: Outcome = stop.value
-            return outcome
-        answer = b""
-        if isinstance(step, Read | ReadLine):
-            reads += 1
-            if reads > MAX_READS:
-                conversation.close()
-                return _flooded()
-            if reads % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
-        try:
-            async with asyncio.timeout(None if soft == float("inf") else soft - time.monotonic()):
-                if isinstance(step, Send):
-                    writer.write(step.data)
-                    await writer.drain()
-                elif isinstance(step, Read):
-                    answer = await reader.readexactly(step.size)
-                elif isinstance(step, ReadLine):
-                    answer = await _read_line(reader, step)
-                elif isinstance(step, StartTls):
-                    assert tls is not None, "StartTls needs a TLS context"
-                    remaining = max(deadline - time.monotonic(), 0.0)
-                    await aio.start_tls(writer, tls(), server_hostname, remaining)
-                else:
-                    soft = min(time.monotonic() + step.seconds, deadline - 0.05)
-        except asyncio.IncompleteReadError as exc:
-            answer = Closed(exc.partial)
-        except ConnectionError as exc:  # a reset: an answer to some (a mysql ping's login)
-            answer = exc
-        except TooLong as exc:
-            answer = exc
-        except TimeoutError as exc:
-            answer = exc
+    """:func:`exchange_async` for a conversation: a flood is not ready, and says so."""
+    try:
+        return await exchange_async(
+            conversation,
+            reader,
+            writer,
+            tls=tls,
+            server_hostname=server_hostname,
+            deadline=deadline,
+        )
+    except Flooded as exc:
+        return Outcome.down(str(exc))
 
 
 async def attempt(
@@ -169,67 +334,105 @@ async def attempt(
         writer.close()
 
 
-async def _read_line(reader: asyncio.StreamReader, step: ReadLine) -> bytes:
-    import asyncio
-
-    try:
-        line = await reader.readuntil(step.end)
-    except asyncio.LimitOverrunError:
-        raise TooLong from None
-    if len(line) > step.limit:
-        raise TooLong
-    return line
+# --- on a blocking socket ------------------------------------------------------------------
 
 
-def run_blocking(conversation: Conversation, sock: socket.socket, deadline: float) -> Outcome:
-    """Drive ``conversation`` over a connected blocking socket, all of it before ``deadline``.
+class _TimeUp(Exception):
+    """The attempt's own deadline passed (not a :class:`Briefly` bound): undecided."""
 
-    Raises TimeoutError when time runs out, :class:`NotNow` for a step it cannot do, OSError
-    when the connection fails: a first attempt that did not decide.
-    """
-    buffered = bytearray()
-    answer: bytes | BaseException | None = None  # None starts the generator
-    soft = deadline
-    reads = 0
-    while True:
+
+class _Socket:
+    """A blocking socket as a transport: every call returns without suspending."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock = sock
+        self.deadline = deadline
+
+    def _bounded(self, until: float) -> None:
+        """Time out at ``until`` or the deadline: TimeoutError for the first, _TimeUp after."""
+        left = min(until, self.deadline) - time.monotonic()
+        if left <= 0:
+            raise TimeoutError if until < self.deadline else _TimeUp
+        self.sock.settimeout(left)
+
+    async def send(self, data: bytes, until: float) -> None:
+        self._bounded(until)
         try:
-            step = _advance(conversation, answer)
-        except StopIteration as stop:
-            outcome: Outcome = stop.value
-            return outcome
-        answer = b""
-        if isinstance(step, Read | ReadLine):
-            reads += 1
-            if reads > MAX_READS:
-                conversation.close()
-                return _flooded()
-            if time.monotonic() > deadline:  # data already buffered needs no recv, which checks
+            self.sock.sendall(data)
+        except TimeoutError:
+            raise TimeoutError if until < self.deadline else _TimeUp from None
+
+    async def receive(self, until: float) -> bytes:
+        self._bounded(until)
+        try:
+            return self.sock.recv(CHUNK)
+        except TimeoutError:
+            raise TimeoutError if until < self.deadline else _TimeUp from None
+
+    async def start_tls(
+        self, context: ssl.SSLContext, server_hostname: str, deadline: float
+    ) -> None:
+        left = min(deadline, self.deadline) - time.monotonic()
+        try:
+            if left <= 0:
                 raise TimeoutError
-        try:
-            if isinstance(step, Send):
-                _timeout(sock, soft)
-                sock.sendall(step.data)
-            elif isinstance(step, Read):
-                while len(buffered) < step.size and _receive(sock, buffered, soft):
-                    pass
-                if len(buffered) < step.size:
-                    answer = Closed(bytes(buffered))
-                    buffered.clear()
-                else:
-                    answer = bytes(buffered[: step.size])
-                    del buffered[: step.size]
-            elif isinstance(step, ReadLine):
-                answer = _line(sock, buffered, step, soft)
-            elif isinstance(step, StartTls):
-                raise NotNow("TLS")
-            else:
-                soft = min(time.monotonic() + step.seconds, deadline)
-        except TimeoutError as exc:
-            if soft == deadline:
-                raise  # the attempt's own time is up: undecided
-            answer = exc
-        except ConnectionError as exc:  # as on the event loop
-            answer = exc
+            self.sock.settimeout(left)
+            self.sock = context.wrap_socket(self.sock, server_hostname=server_hostname or None)
+        except OSError as exc:  # ssl.SSLError and TimeoutError are OSErrors
+            raise tls_failure(exc, max(left, 0.0)) from None
+
+    async def pause(self) -> None:
+        if time.monotonic() >= self.deadline:  # data already buffered needs no recv, which checks
+            raise _TimeUp
+
+
+def exchange_blocking(
+    exchange: Exchange[T],
+    sock: socket.socket,
+    deadline: float,
+    *,
+    tls: TlsFactory | None = None,
+    server_hostname: str = "",
+) -> T:
+    """:func:`drive` ``exchange`` over a connected blocking socket, all of it before ``deadline``.
+
+    ``tls`` makes the context for :class:`StartTls`: the socket is wrapped in place (and the TLS
+    socket closed here; the caller closes ``sock``). Raises TimeoutError when time runs out,
+    :class:`NotNow` for StartTls without ``tls``, OSError when the connection fails.
+    """
+    transport = _Socket(sock, deadline)
+    running = drive(
+        exchange, transport, tls=tls, server_hostname=server_hostname, deadline=deadline
+    )
+    try:
+        running.send(None)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    except _TimeUp:
+        raise TimeoutError("the attempt's time is up") from None
+    finally:
+        running.close()
+        if transport.sock is not sock:
+            transport.sock.close()
+    raise AssertionError("the blocking transport suspended")  # it awaits nothing that does
+
+
+def run_blocking(
+    conversation: Conversation,
+    sock: socket.socket,
+    deadline: float,
+    *,
+    tls: TlsFactory | None = None,
+    server_hostname: str = "",
+) -> Outcome:
+    """:func:`exchange_blocking` for a conversation: a flood is not ready, and says so."""
+    try:
+        return exchange_blocking(
+            conversation, sock, deadline, tls=tls, server_hostname=server_hostname
+        )
+    except Flooded as exc:
+        return Outcome.down(str(exc))
 
 
 def first_attempt(
@@ -237,64 +440,26 @@ def first_attempt(
     conversation: Conversation,
     budget: float,
     errors: tuple[type[Exception], ...] = (),
+    *,
+    tls: TlsFactory | None = None,
 ) -> Outcome | None:
-    """``Check.probe_now`` for a conversation: run it over a new blocking connection (no TLS).
+    """``Check.probe_now`` for a conversation: run it over a new blocking connection (``tls``
+    for StartTls; without it, a StartTls step leaves the attempt to the runner).
 
     The ready outcome, or None for anything else, ``errors`` (the protocol's own) included: the
     runner's attempt then tells why not.
     """
     from waitfor.net import blocking
 
-    undecided: tuple[type[Exception], ...] = (Closed, TooLong, NotNow, OSError, *errors)
+    undecided: tuple[type[Exception], ...] = (Closed, TooLong, NotNow, OSError, TlsError, *errors)
     deadline = time.monotonic() + budget
     sock = blocking.connect(*address, budget)
     if sock is None:
         return None
     try:
-        outcome = run_blocking(conversation, sock, deadline)
+        outcome = run_blocking(conversation, sock, deadline, tls=tls, server_hostname=address[0])
         return outcome if outcome.ready else None
     except undecided:  # TimeoutError is an OSError
         return None
     finally:
         sock.close()
-
-
-def _line(
-    sock: socket.socket, buffered: bytearray, step: ReadLine, deadline: float
-) -> bytes | Exception:
-    while (end := buffered.find(step.end)) < 0 and len(buffered) <= step.limit:
-        if not _receive(sock, buffered, deadline):
-            return Closed(bytes(buffered))
-    size = end + len(step.end)
-    if end < 0 or size > step.limit:
-        return TooLong()
-    line = bytes(buffered[:size])
-    del buffered[:size]
-    return line
-
-
-def _flooded() -> Outcome:
-    return Outcome.down(f"the server kept sending without answering ({MAX_READS:,} reads)")
-
-
-def _advance(conversation: Conversation, answer: bytes | BaseException | None) -> Step:
-    if answer is None:
-        return next(conversation)
-    if isinstance(answer, BaseException):
-        return conversation.throw(answer)
-    return conversation.send(answer)
-
-
-def _timeout(sock: socket.socket, deadline: float) -> None:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    sock.settimeout(left)
-
-
-def _receive(sock: socket.socket, into: bytearray, deadline: float) -> bool:
-    """Append what arrives; False at the end of the stream."""
-    _timeout(sock, deadline)
-    data = sock.recv(65536)
-    into += data
-    return bool(data)

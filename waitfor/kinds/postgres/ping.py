@@ -17,6 +17,7 @@ address a name resolves to is tried in order, sharing the attempt's time.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -26,31 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 from waitfor.kind import describe_os_error
 from waitfor.kinds.postgres.conninfo import Endpoint, endpoints
+from waitfor.net.conversation import Closed, Flooded, Injected, Read, Send, StartTls
+from waitfor.net.errors import TlsError
 from waitfor.values import Value
 
 # Types only: made at run time they would cost start-up. asyncio and ssl are imported where used.
 if TYPE_CHECKING:
-    import asyncio
     import ssl
-    from collections.abc import Awaitable, Callable
-    from typing import Protocol, TypeVar
+    from collections.abc import Callable
+    from typing import TypeVar
 
-    from waitfor.net import aio
+    from waitfor.net import aio, blocking
+    from waitfor.net.conversation import Exchange
 
     _T = TypeVar("_T")
     TlsContext = Callable[[], ssl.SSLContext]
-
-    class _Channel(Protocol):
-        """A connection the conversation runs over: on the event loop, or blocking (ping_now)."""
-
-        async def send(self, data: bytes) -> None: ...
-        async def recv(self, size: int) -> bytes: ...  # at most size bytes; b"" at the end
-        async def readexactly(self, size: int) -> bytes: ...  # _Closed at the end
-        async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None: ...
-        def unread_data(self) -> bool: ...
-        def close(self) -> None: ...
-
-    OpenChannel = Callable[[Any], Awaitable[_Channel]]
 
 # Network-order int32s by int.to_bytes, not struct: one module fewer to load at start.
 SSL_REQUEST = (8).to_bytes(4, "big") + (80877103).to_bytes(4, "big")
@@ -92,8 +83,7 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
     failures: list[PingResult] = []
     for endpoint in endpoints(params):
         if endpoint.is_socket:
-            path = os.path.join(endpoint.address, f".s.PGSQL.{endpoint.port}")
-            addresses.append((endpoint, path))
+            addresses.append((endpoint, _socket_path(endpoint)))
             continue
         if endpoint.address != endpoint.host and not _is_ip(endpoint.address):
             reason = f'could not parse network address "{endpoint.address}"'  # hostaddr
@@ -117,255 +107,148 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
             share = min(share, connect_timeout)
         try:
             async with asyncio.timeout(max(share, 0.0)):
-                result = await _ping_address(endpoint, address, params, tls, _loop_channel)
+                result = await _ping_address(endpoint, address, params, tls)
         except TimeoutError:
             result = PingResult(Ping.NO_RESPONSE, f"timed out after {share:.1f}s")
         if result.status is Ping.OK:
             return result
-        failures.append(PingResult(result.status, f"{_shown(address)}: {result.reason}"))
+        failures.append(PingResult(result.status, f"{address}: {result.reason}"))
     status = Ping.REJECT if any(f.status is Ping.REJECT for f in failures) else Ping.NO_RESPONSE
     return PingResult(status, "; ".join(f.reason for f in failures) or "no address to try")
 
 
-class _Closed(Exception):
-    """The server closed the connection before the conversation was over."""
+def _with_tls(params: dict[str, str], address: Any) -> tuple[bool, ...]:
+    """Whether each try uses TLS; a try after a failed TLS handshake only (sslmode=prefer)."""
+    mode = params["sslmode"]
+    if mode in ("disable", "allow") or isinstance(address, str):  # libpq: no TLS over sockets
+        return (False,)
+    return (True, False) if mode == "prefer" else (True,)
 
 
 async def _ping_address(
-    endpoint: Endpoint, address: Any, params: dict[str, str], tls: TlsContext, open: OpenChannel
+    endpoint: Endpoint, address: str | aio.Address, params: dict[str, str], tls: TlsContext
 ) -> PingResult:
-    mode = params["sslmode"]
-    if mode in ("disable", "allow") or isinstance(address, str):  # libpq: no TLS over sockets
-        return await _attempt(endpoint, address, params, None, open)
-    result = await _attempt(endpoint, address, params, tls, open)
-    if mode == "prefer" and result.tls_failed:
-        return await _attempt(endpoint, address, params, None, open)  # libpq retries plain
+    for use_tls in _with_tls(params, address):
+        result = await _attempt(endpoint, address, params, tls if use_tls else None)
+        if not result.tls_failed:
+            break
     return result
 
 
 async def _attempt(
     endpoint: Endpoint,
-    address: Any,
+    address: str | aio.Address,
     params: dict[str, str],
     tls: TlsContext | None,
-    open: OpenChannel,
 ) -> PingResult:
-    try:
-        channel = await open(address)
-    except _ConnectFailed as exc:
-        return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc}")
-    except OSError as exc:
-        return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
-    try:
-        if tls is not None:
-            await channel.send(SSL_REQUEST)
-            answer = await channel.recv(1)
-            if answer == b"S":
-                if channel.unread_data():  # CVE-2021-23222: bytes a man in the middle injected
-                    return PingResult(
-                        Ping.NO_RESPONSE, "received unencrypted data after SSL response"
-                    )
-                import ssl
-
-                try:
-                    await channel.start_tls(tls(), _sni(endpoint, params))
-                except (ssl.SSLError, ConnectionError) as exc:
-                    reason = f"TLS handshake failed: {_tls_reason(exc)}"
-                    return PingResult(Ping.NO_RESPONSE, reason, tls_failed=True)
-            elif answer == b"N":
-                if params["sslmode"] != "prefer":
-                    return PingResult(
-                        Ping.NO_RESPONSE, "server does not support SSL, but SSL was required"
-                    )
-            elif not answer:
-                return PingResult(Ping.NO_RESPONSE, "server closed the connection unexpectedly")
-            else:
-                return PingResult(
-                    Ping.NO_RESPONSE,
-                    f"received invalid response to SSL negotiation: {_char(answer)}",
-                )
-        await channel.send(_startup_message(params))
-        return await _read_verdict(channel)
-    except (ConnectionError, _Closed):
-        return PingResult(Ping.NO_RESPONSE, "server closed the connection unexpectedly")
-    except OSError as exc:
-        return PingResult(Ping.NO_RESPONSE, describe_os_error(exc))
-    finally:
-        channel.close()
-
-
-class _ConnectFailed(Exception):
-    """Connecting failed; the message is the detail ("connection refused")."""
-
-
-class _LoopChannel:
-    """On the event loop: the socket until TLS or the start-up message, then asyncio streams."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        import asyncio
-
-        if self.reader is None or self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(sock=self.sock)
-        return self.reader, self.writer
-
-    async def send(self, data: bytes) -> None:
-        if self.writer is not None:
-            self.writer.write(data)
-        else:
-            import asyncio
-
-            await asyncio.get_running_loop().sock_sendall(self.sock, data)
-
-    async def recv(self, size: int) -> bytes:
-        import asyncio
-
-        return await asyncio.get_running_loop().sock_recv(self.sock, size)
-
-    async def readexactly(self, size: int) -> bytes:
-        import asyncio
-
-        reader, _ = await self._streams()
-        try:
-            return await reader.readexactly(size)
-        except asyncio.IncompleteReadError:
-            raise _Closed from None
-
-    async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
-        _, writer = await self._streams()
-        await writer.start_tls(context, server_hostname=server_hostname)
-
-    def unread_data(self) -> bool:
-        return _unread_data(self.sock)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.sock.close()
-
-
-async def _loop_channel(address: str | aio.Address) -> _Channel:
-    """A connected channel: a Unix socket path, or a resolved address."""
     import asyncio
     import math
 
     from waitfor.net import aio
+    from waitfor.net.conversation import exchange_async
 
-    if not isinstance(address, str):
-        try:
-            sock = await aio.connect_address(address, math.inf)  # the caller's timeout bounds it
-        except aio.ConnectError as exc:
-            raise _ConnectFailed(exc.detail) from None
-        return _LoopChannel(sock)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, address.replace("@", "\0", 1))
+        if isinstance(address, str):
+            sock = await _connect_unix(address)
+        else:  # the caller's timeout bounds it
+            sock = await aio.connect_address(address, math.inf)
+    except aio.ConnectError as exc:
+        return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc.detail}")
+    except OSError as exc:
+        return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
+    try:
+        reader, writer = await asyncio.open_connection(sock=sock)
     except BaseException:
         sock.close()
         raise
-    return _LoopChannel(sock)
+    exchange = _exchange(params, tls is not None)
+    try:
+        return await exchange_async(
+            exchange, reader, writer, tls=tls, server_hostname=_sni(endpoint, params)
+        )
+    except Flooded as exc:
+        return PingResult(Ping.NO_RESPONSE, str(exc))
+    except OSError as exc:
+        return PingResult(Ping.NO_RESPONSE, describe_os_error(exc))
+    finally:
+        writer.close()
 
 
-class _BlockingChannel:
-    """A blocking socket with the attempt's deadline: ping_now's conversation never suspends."""
+async def _connect_unix(path: str) -> socket.socket:
+    import asyncio
 
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        self.sock = sock
-        self.deadline = deadline
-
-    def _left(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the quick attempt's time is up")
-        return left
-
-    async def send(self, data: bytes) -> None:
-        self.sock.settimeout(self._left())
-        self.sock.sendall(data)
-
-    async def recv(self, size: int) -> bytes:
-        self.sock.settimeout(self._left())
-        return self.sock.recv(size)
-
-    async def readexactly(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = await self.recv(size - len(data))
-            if not chunk:
-                raise _Closed
-            data += chunk
-        return data
-
-    async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
-        self.sock.settimeout(self._left())
-        self.sock = context.wrap_socket(self.sock, server_hostname=server_hostname)
-
-    def unread_data(self) -> bool:
-        return _unread_data(self.sock)
-
-    def close(self) -> None:
-        self.sock.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, path.replace("@", "\0", 1))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def ping_now(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult | None:
     """The ping's first attempt without the event loop: its OK result, or None.
 
-    The same conversation as :func:`ping` (the coroutines above, driven synchronously over a
-    blocking socket: they never suspend), for the first endpoint's first address only; anything
-    but OK within ``budget`` is None, and :func:`ping` then makes the attempt that counts.
+    The same exchange as :func:`ping`, driven over a blocking socket (TLS included), for the
+    first endpoint's first address only; anything but OK within ``budget`` is None, and
+    :func:`ping` then makes the attempt that counts.
     """
     from waitfor.net import blocking
 
     deadline = time.monotonic() + budget
     endpoint = endpoints(params)[0]
+    address: str | blocking.AddrInfo
     if endpoint.is_socket:
-        address: Any = os.path.join(endpoint.address, f".s.PGSQL.{endpoint.port}")
+        address = _socket_path(endpoint)
     else:
         found = blocking.resolve(endpoint.address, endpoint.port, budget)
         if not found or (endpoint.address != endpoint.host and not _is_ip(endpoint.address)):
             return None
         address = found[0]
-
-    async def open(address: Any) -> _Channel:
-        if isinstance(address, str):
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                sock.connect(address.replace("@", "\0", 1))
-            except BaseException:
-                sock.close()
-                raise
-        else:
-            connected = blocking.connect_address(address, deadline - time.monotonic())
-            if connected is None:
-                raise _ConnectFailed("no connection in time")
-            sock = connected
-        return _BlockingChannel(sock, deadline)
-
     try:
-        result = _run_now(_ping_address(endpoint, address, params, tls, open))
-    except (ConfigurationError, OSError):
+        for use_tls in _with_tls(params, address):
+            result = _attempt_now(endpoint, address, params, tls if use_tls else None, deadline)
+            if not result.tls_failed:
+                break
+    except (ConfigurationError, Flooded, OSError):  # TimeoutError is an OSError
         return None
     return result if result.status is Ping.OK else None
 
 
-def _run_now(coroutine: Any) -> Any:
-    """Run a coroutine that never suspends (it awaits only _BlockingChannel) to its result."""
+def _attempt_now(
+    endpoint: Endpoint,
+    address: str | blocking.AddrInfo,
+    params: dict[str, str],
+    tls: TlsContext | None,
+    deadline: float,
+) -> PingResult:
+    from waitfor.net import blocking
+    from waitfor.net.conversation import exchange_blocking
+
+    if isinstance(address, str):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            sock.connect(address.replace("@", "\0", 1))
+        except BaseException:
+            sock.close()
+            raise
+    else:
+        connected = blocking.connect_address(address, deadline - time.monotonic())
+        if connected is None:
+            raise TimeoutError("no connection in time")
+        sock = connected
     try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coroutine.close()
-    raise RuntimeError("a blocking ping suspended")
+        exchange = _exchange(params, tls is not None)
+        sni = _sni(endpoint, params)
+        return exchange_blocking(exchange, sock, deadline, tls=tls, server_hostname=sni)
+    finally:
+        sock.close()
 
 
-def _shown(address: Any) -> str:
-    return str(address)
+def _socket_path(endpoint: Endpoint) -> str:
+    return os.path.join(endpoint.address, f".s.PGSQL.{endpoint.port}")
 
 
 def _is_ip(text: str) -> bool:
@@ -378,29 +261,63 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def _unread_data(sock: socket.socket) -> bool:
-    """Whether anything already arrived after the one-byte answer (libpq checks its buffer)."""
+def _exchange(params: dict[str, str], tls: bool) -> Exchange[PingResult]:
+    """PQping's conversation with one server: SSLRequest first when ``tls``, then the start-up
+    message; the server's first answer is the verdict."""
     try:
-        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-    except (BlockingIOError, InterruptedError):
-        return False
+        if tls:
+            answer = yield from _negotiate_tls(params)
+            if answer is not None:
+                return answer
+        yield Send(_startup_message(params))
+        return (yield from _verdict())
+    except (Closed, ConnectionError):
+        return PingResult(Ping.NO_RESPONSE, "server closed the connection unexpectedly")
 
 
-async def _read_verdict(channel: _Channel) -> PingResult:
+def _negotiate_tls(params: dict[str, str]) -> Exchange[PingResult | None]:
+    """SSLRequest, and TLS if the server agrees: None to go on, or why not."""
+    yield Send(SSL_REQUEST)
+    answer = yield Read(1)
+    if answer == b"N":
+        if params["sslmode"] == "prefer":
+            return None
+        return PingResult(Ping.NO_RESPONSE, "server does not support SSL, but SSL was required")
+    if answer != b"S":
+        reason = f"received invalid response to SSL negotiation: {_char(answer)}"
+        return PingResult(Ping.NO_RESPONSE, reason)
+    try:
+        yield StartTls()
+    except Injected:  # libpq checks its buffer is empty (CVE-2021-23222)
+        return PingResult(Ping.NO_RESPONSE, "received unencrypted data after SSL response")
+    except TlsError as exc:
+        import ssl
+
+        if isinstance(exc.cause, ssl.SSLError | ConnectionError):
+            reason = f"TLS handshake failed: {_tls_reason(exc.cause)}"
+            return PingResult(Ping.NO_RESPONSE, reason, tls_failed=True)
+        if isinstance(exc.cause, OSError):
+            return PingResult(Ping.NO_RESPONSE, describe_os_error(exc.cause))
+        return PingResult(Ping.NO_RESPONSE, str(exc))
+    return None
+
+
+def _verdict() -> Exchange[PingResult]:
     while True:
-        header = await channel.readexactly(1)
+        header = yield Read(1)
         if header not in (b"R", b"E", b"N"):
             return PingResult(
                 Ping.NO_RESPONSE,
                 f"expected authentication request from server, but received {_char(header)}",
             )
-        length = int.from_bytes(await channel.readexactly(4), "big", signed=True)
+        length = int.from_bytes((yield Read(4)), "big", signed=True)
         if not 4 <= length <= MAX_MESSAGE:
             return PingResult(Ping.NO_RESPONSE, "invalid message length from server")
-        body = await channel.readexactly(length - 4)
+        body = yield Read(length - 4)
         if header == b"R":  # any authentication request means the server is accepting
             if body[:4] == b"\0\0\0\0":  # AuthenticationOk (trust): leave politely
-                await channel.send(b"X\0\0\0\x04")
+                with contextlib.suppress(ConnectionError):  # it may have hung up already
+                    yield Send(b"X\0\0\0\x04")  # (a database that does not exist)
             return PingResult(Ping.OK, "accepting connections")
         if header == b"E":
             fields = _error_fields(body)
@@ -494,9 +411,10 @@ def _load(path: str, load: Callable[[], _T]) -> _T:
         raise ConfigurationError(f'could not load "{path}": {_tls_reason(exc)}') from None
 
 
-def _sni(endpoint: Endpoint, params: dict[str, str]) -> str | None:
+def _sni(endpoint: Endpoint, params: dict[str, str]) -> str:
+    """The name sent in TLS's server name indication; "" for none."""
     if params.get("sslsni") == "0":
-        return None
+        return ""
     return endpoint.address if endpoint.host.startswith(("/", "@")) else endpoint.host
 
 
