@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from waitfor import parse_target
+from waitfor.deadline import Deadline
 from waitfor.kind import Outcome
 from waitfor.kinds import check_class
 
@@ -16,7 +17,7 @@ def probe(url: str, budget: float = 3.0) -> Outcome:
     async def attempt() -> Outcome:
         try:
             async with asyncio.timeout(budget):
-                return await check_class(target.scheme)(target).probe(budget)
+                return await check_class(target.scheme)(target).probe(Deadline.after(budget))
         except TimeoutError:
             return Outcome.down(f"timed out after {budget:.1f}s")
 
@@ -28,7 +29,7 @@ def assert_first_attempt_as_runner(ready: list[str], not_ready: list[str]) -> No
     for url in ready + not_ready:
         target = parse_target(url)
         check = check_class(target.scheme)(target)
-        now = check.probe_now(2.0)
-        later = asyncio.run(check.probe(2.0))
+        now = check.probe_now(Deadline.after(2.0))
+        later = asyncio.run(check.probe(Deadline.after(2.0)))
         assert later.ready == (url in ready), later
         assert now == (later if later.ready else None), url

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from waitfor.kind import Check, Options, Outcome
+from waitfor.kind import Check, Deadline, Options, Outcome
 from waitfor.kinds import KINDS, Kind
 from waitfor.net.activity import waiting_on
 from waitfor.targets import Target
@@ -35,9 +35,9 @@ class FakeCheck(Check[Options]):
     def behaviour(self) -> Behaviour:
         return BEHAVIOURS[self.target.host]
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         b = self.behaviour
-        b.budgets.append(budget)
+        b.budgets.append(deadline.budget)
         outcome = b.outcomes[min(b.probes, len(b.outcomes) - 1)]
         b.probes += 1
         if outcome == "hang":
@@ -46,7 +46,7 @@ class FakeCheck(Check[Options]):
             with waiting_on(lambda waited: f"no greeting after {waited:.1f}s"):
                 await asyncio.Event().wait()
         if outcome == "late":  # answers only after its budget, blocking so nothing can cancel it
-            time.sleep(budget + 0.02)  # noqa: ASYNC251 - blocking is the point
+            time.sleep(deadline.left() + 0.02)  # noqa: ASYNC251 - blocking is the point
             return Outcome.down("late answer")
         assert isinstance(outcome, Outcome)
         return outcome

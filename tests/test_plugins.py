@@ -111,7 +111,7 @@ from waitfor.kind import Check, Outcome
 
 
 class FlagFileCheck(Check):
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline) -> Outcome:
         path = self.target.url.removeprefix("flagfile://")
         if os.path.exists(path):
             return Outcome.up(f"{path} exists")

@@ -32,13 +32,15 @@ What a kind provides (everything but ``probe`` has a working default)::
             # .get(key) reads one.
             ...
 
-        async def probe(self, budget: float) -> Outcome:
-            # self.target.url / .host / .port / .options / .params / .param(key)
+        async def probe(self, deadline: Deadline) -> Outcome:
+            # self.target.url / .host / .port / self.options / .params / .param(key);
+            # deadline: when this attempt ends (the runner enforces it); .left() is what is
+            # left, and the networking calls take it as it is
             return Outcome.up("...") | Outcome.down("why not") | Outcome.fatal("config error")
 
         async def aclose(self) -> None: ...   # release what is held between probes
 
-        def probe_now(self, budget: float) -> Outcome | None:
+        def probe_now(self, deadline: Deadline) -> Outcome | None:
             # optional: a synchronous first attempt for a fast cold start (no asyncio);
             # the ready Outcome that probe() would give, else None (see waitfor.quickstart)
             ...
@@ -58,7 +60,7 @@ The runner bounds every probe with a cancellation scope, so a probe may simply a
 
 Networking: names are resolved and connections opened through :func:`resolve`, :func:`connect`,
 :func:`open_stream` and :func:`start_tls` (all from :mod:`waitfor.net.aio`, imported when first
-used: they need asyncio), never by a kind's own ``getaddrinfo``: they are bounded by the budget,
+used: they need asyncio), never by a kind's own ``getaddrinfo``: they are bounded by the deadline,
 cancellable, and raise :class:`NetError` whose text is the reason to show.
 """
 
@@ -69,6 +71,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from waitfor import redaction, urls
+from waitfor.deadline import Deadline
 from waitfor.net.errors import describe_os_error
 from waitfor.urls import host_port
 from waitfor.values import Value
@@ -90,6 +93,7 @@ __all__ = [
     "Address",
     "Check",
     "ConnectError",
+    "Deadline",
     "NetError",
     "OptionPairs",
     "Options",
@@ -224,13 +228,13 @@ class Check(ABC, Generic[OptionsT]):
         self.target = target
 
     @abstractmethod
-    async def probe(self, budget: float) -> Outcome:
-        """Probe once. ``budget`` is the seconds this attempt may take (the runner enforces it)."""
+    async def probe(self, deadline: Deadline) -> Outcome:
+        """Probe once, before ``deadline`` (the runner enforces it: a probe may simply await)."""
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         """A first attempt made synchronously, before the event loop exists (a cold start).
 
-        Return the outcome only when the target is *ready* within ``budget``; None otherwise
+        Return the outcome only when the target is *ready* before ``deadline``; None otherwise
         (the runner then makes the attempt that counts). It must give exactly what ``probe``
         would, must not import asyncio, and releases whatever it opens. Optional: None.
         """

@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 
 from waitfor import sanitize
+from waitfor.deadline import Deadline
 from waitfor.events import Event, EventHandler, EventType, TargetResult
 from waitfor.kind import Check
 from waitfor.kinds import check_class
@@ -54,7 +55,7 @@ def all_ready_now(
         attempts.append(Event(EventType.ATTEMPT, target, 1, began - started))
         if began_at is not None:
             began_at.append(began - started)
-        outcome = cls(target).probe_now(ends - began)
+        outcome = cls(target).probe_now(Deadline(ends, ends - began))
         if outcome is None or not outcome.ready or outcome.permanent:
             return None
         reason = sanitize.shown(outcome.reason, target.secrets)  # as the runner shows it

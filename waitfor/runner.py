@@ -18,6 +18,7 @@ from typing import Any
 
 from waitfor import sanitize
 from waitfor.backoff import Backoff
+from waitfor.deadline import Deadline
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.events import Event, EventHandler, EventType, TargetResult
 from waitfor.kind import Check, Outcome, describe_os_error
@@ -88,11 +89,13 @@ async def run(
                 state.attempt_began = start + quick  # continues the synchronous attempt
             else:
                 state.attempt_began = now
+            # One deadline per attempt: enforced here, read by the probe and its connections.
             budget = min(attempt_timeout - (now - state.attempt_began), remaining())
+            deadline = Deadline(now + budget, budget)
             state.activity = activity.track()
             try:
-                async with asyncio.timeout(budget):
-                    outcome = await check.probe(budget)
+                async with asyncio.timeout_at(deadline.at):
+                    outcome = await check.probe(deadline)
             except TimeoutError:
                 named = state.activity.reason()
                 took = loop.time() - state.attempt_began

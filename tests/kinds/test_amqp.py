@@ -20,6 +20,7 @@ from tests.brokers import RabbitNode, RabbitScratch, tls_terminator
 from tests.conftest import FAST
 from tests.servers import scripted_peer
 from waitfor import Outcome, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.amqp import AmqpCheck
 from waitfor.kinds.amqp import wire as amqp
 from waitfor.net.conversation import Conversation, Send, run_async
@@ -369,4 +370,4 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(
     ]
     not_ready = [f"amqp://{user}:pw@{address}/missing", f"amqp://{user}:bad@{address}/{vhost}"]
     assert_first_attempt_as_runner(ready, not_ready)
-    assert AmqpCheck(parse_target(f"amqps://{address}")).probe_now(2.0) is None
+    assert AmqpCheck(parse_target(f"amqps://{address}")).probe_now(Deadline.after(2.0)) is None

@@ -14,13 +14,14 @@ from tests.conftest import FAST
 from tests.dnsserver import DnsServer, UdpResponder, servfail
 from tests.servers import free_port
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.dns import DnsCheck
 
 
 def probe(target: str, budget: float = 2.0) -> tuple[bool, str]:
     async def once() -> tuple[bool, str]:
         check = DnsCheck(parse_target(target))
-        outcome = await check.probe(budget)
+        outcome = await check.probe(Deadline.after(budget))
         return outcome.ready, outcome.reason
 
     return asyncio.run(once())

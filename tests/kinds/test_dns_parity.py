@@ -46,12 +46,13 @@ _BIND = (
 )
 _PROBE = """
 import asyncio, json, sys
+from waitfor.deadline import Deadline
 from waitfor import parse_target
 from waitfor.kinds.dns import DnsCheck
 
 async def main():
     for name in sys.argv[1:]:
-        outcome = await DnsCheck(parse_target("dns:" + name)).probe(8.0)
+        outcome = await DnsCheck(parse_target("dns:" + name)).probe(Deadline.after(8.0))
         print(json.dumps([outcome.ready, outcome.reason]))
 
 asyncio.run(main())

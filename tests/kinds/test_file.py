@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import FAST
 from waitfor import WaitTimeout, wait_for
+from waitfor.deadline import Deadline
 from waitfor.errors import TargetError
 from waitfor.kinds.file import FileCheck
 from waitfor.targets import parse_target
@@ -166,11 +167,13 @@ def test_a_hung_stat_holds_neither_the_deadline_nor_other_targets(
 def test_the_quick_first_look_gives_up_on_a_hung_stat(hung_stat: Gate, tmp_path: Path) -> None:
     check = FileCheck(parse_target(f"file://{HUNG}{tmp_path}"))
     started = time.monotonic()
-    assert check.probe_now(0.2) is None  # the runner's attempts take over
+    assert check.probe_now(Deadline.after(0.2)) is None  # the runner's attempts take over
     assert time.monotonic() - started < 2.0
     hung_stat.opened.set()
-    assert FileCheck(parse_target(f"file://{tmp_path}")).probe_now(5) is not None
-    assert FileCheck(parse_target(f"file://{tmp_path}#nonempty")).probe_now(5) is None  # empty
+    assert FileCheck(parse_target(f"file://{tmp_path}")).probe_now(Deadline.after(5)) is not None
+    assert (
+        FileCheck(parse_target(f"file://{tmp_path}#nonempty")).probe_now(Deadline.after(5)) is None
+    )  # empty
 
 
 def test_the_answer_of_a_slow_stat_is_used_when_it_comes(hung_stat: Gate, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.redisd import Memcached, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.memcached import MemcachedCheck
 
 pytestmark = pytest.mark.skipif(
@@ -83,7 +84,12 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(
     not_ready = [f"memcached://app:wrong@127.0.0.1:{locked.port}", "memcached://127.0.0.1:1"]
     assert_first_attempt_as_runner(ready, not_ready)
     with banner_server(b"220 mail.example ESMTP\r\n") as port:
-        assert MemcachedCheck(parse_target(f"memcached://127.0.0.1:{port}")).probe_now(2.0) is None
+        assert (
+            MemcachedCheck(parse_target(f"memcached://127.0.0.1:{port}")).probe_now(
+                Deadline.after(2.0)
+            )
+            is None
+        )
 
 
 def test_non_memcached_listeners() -> None:
@@ -159,7 +165,7 @@ def test_credentials_are_never_stored_in_a_server_without_authentication(
     server.start()
     target = f"memcached://app:Sup3rS3cret@127.0.0.1:{server.port}"
     outcome = probe(target)
-    now = MemcachedCheck(parse_target(target)).probe_now(2.0)
+    now = MemcachedCheck(parse_target(target)).probe_now(Deadline.after(2.0))
     [result] = wait_for(target, timeout=10)
     assert _stored(server.port) == NOTHING_STORED
     assert (outcome.ready, now and now.ready, result.ready) == (True, True, True)
@@ -177,5 +183,5 @@ def test_logging_in_stores_nothing(memcached: MakeServer, tmp_path: Path) -> Non
         f"memcached://127.0.0.1:{server.port}",
     ):
         probe(target)
-        MemcachedCheck(parse_target(target)).probe_now(2.0)
+        MemcachedCheck(parse_target(target)).probe_now(Deadline.after(2.0))
     assert _stored(server.port, login=b"app m-s3cret") == NOTHING_STORED

@@ -21,6 +21,7 @@ from tests.brokers import MOSQUITTO_PORT, Mosquitto, have
 from tests.conftest import FAST
 from tests.servers import listening, scripted_peer, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.mqtt import MqttCheck
 
 pytestmark = pytest.mark.skipif(
@@ -258,4 +259,4 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(mosquitto: M
     ready = [f"mqtt://app:right@{address}", f"mqtt://{address}#mode=ping"]
     not_ready = [f"mqtt://app:wrong@{address}", f"mqtt://{address}", "mqtt://127.0.0.1:1"]
     assert_first_attempt_as_runner(ready, not_ready)
-    assert MqttCheck(parse_target(f"mqtts://{address}")).probe_now(2.0) is None
+    assert MqttCheck(parse_target(f"mqtts://{address}")).probe_now(Deadline.after(2.0)) is None

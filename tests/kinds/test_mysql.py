@@ -29,6 +29,7 @@ from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.mysqld import MariaDB
 from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kind import Outcome
 from waitfor.kinds.mysql import MysqlCheck
 from waitfor.kinds.mysql.ping import Greeting, handshake_response, scramble
@@ -114,8 +115,8 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(running: Mar
     not_ready = [f"mysql://127.0.0.1:{free_port()}"]
     assert_first_attempt_as_runner(ready, not_ready)
     query = MysqlCheck(parse_target(f"mysql://root@127.0.0.1:{port}#mode=query"))
-    assert asyncio.run(query.probe(2.0)).ready
-    assert query.probe_now(2.0) is None  # PyMySQL's, on the event loop
+    assert asyncio.run(query.probe(Deadline.after(2.0))).ready
+    assert query.probe_now(Deadline.after(2.0)) is None  # PyMySQL's, on the event loop
     greeting = (  # a greeting, then the server hangs up on the login: alive either way
         b"\x0a10.11.0-fake\0" + bytes(4) + b"abcdefgh\0" + struct.pack("<HBHH", 0x8200, 33, 2, 8)
     )
@@ -123,9 +124,9 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(running: Mar
     packet = len(greeting).to_bytes(3, "little") + b"\0" + greeting
     with banner_server(packet) as port:
         check = MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}"))
-        later = asyncio.run(check.probe(2.0))
+        later = asyncio.run(check.probe(Deadline.after(2.0)))
         assert later.reason == "accepting connections (MySQL protocol 10, server 10.11.0-fake)"
-        assert check.probe_now(2.0) == later
+        assert check.probe_now(Deadline.after(2.0)) == later
 
     def reset_after_greeting(conn: socket.socket) -> None:
         conn.sendall(packet)
@@ -134,10 +135,17 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(running: Mar
 
     with scripted_peer(reset_after_greeting) as port:  # a reset, not a hang-up: alive too
         check = MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}"))
-        assert check.probe_now(2.0) == asyncio.run(check.probe(2.0)) == later
+        assert (
+            check.probe_now(Deadline.after(2.0))
+            == asyncio.run(check.probe(Deadline.after(2.0)))
+            == later
+        )
     for banner in (b"220 mail.example ESMTP\r\n", b"\x05\0\0\0\x09hello", b"\x0a"):
         with banner_server(banner) as port:
-            assert MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}")).probe_now(2.0) is None
+            assert (
+                MysqlCheck(parse_target(f"mysql://127.0.0.1:{port}")).probe_now(Deadline.after(2.0))
+                is None
+            )
 
 
 # An error packet instead of the greeting: the app cannot connect either. mysqladmin agrees: its
@@ -241,7 +249,7 @@ from waitfor.kinds import check_class
 async def main(url, count):
     target = parse_target(url)
     check = check_class(target.scheme)(target)
-    print(sum([(await check.probe(5)).ready for _ in range(count)]))
+    print(sum([(await check.probe(Deadline.after(5))).ready for _ in range(count)]))
 
 asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 """

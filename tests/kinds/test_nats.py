@@ -16,6 +16,7 @@ from tests.brokers import NATS_PORT, NatsServer, have
 from tests.conftest import FAST
 from tests.servers import listening, scripted_peer, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.nats import NatsCheck
 
 pytestmark = pytest.mark.skipif(not have("nats-server"), reason="nats-server not installed")
@@ -224,4 +225,4 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(nats: MakeSe
     ]
     not_ready = [f"nats://app:wrong@{address}", f"nats://app:right@{address}#jetstream"]
     assert_first_attempt_as_runner(ready, not_ready)
-    assert NatsCheck(parse_target(f"tls://{address}")).probe_now(2.0) is None
+    assert NatsCheck(parse_target(f"tls://{address}")).probe_now(Deadline.after(2.0)) is None

@@ -23,6 +23,7 @@ import trustme
 from tests.pg import Cluster
 from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.postgres.ping import ping, tls_context
 
 MakeCluster = Callable[[], Cluster]
@@ -60,7 +61,7 @@ def waitfor_ping(conninfo: str) -> tuple[int, str]:
     except TargetError as exc:
         return NO_ATTEMPT, str(exc)
     params = dict(target.params)
-    result = asyncio.run(ping(params, 3.0, lambda: tls_context(params)))
+    result = asyncio.run(ping(params, Deadline.after(3.0), lambda: tls_context(params)))
     return result.status.value, result.reason
 
 

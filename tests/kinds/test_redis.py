@@ -22,6 +22,7 @@ from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kind import Outcome
 from waitfor.kinds.redis import RedisCheck
 
@@ -190,8 +191,8 @@ def test_deeply_nested_answers_are_refused() -> None:
     with banner_server(b"*1\r\n" * 5000) as port:  # each level is a frame: no RecursionError
         check = RedisCheck(parse_target(f"redis://127.0.0.1:{port}"))
         reason = "answer nested too deeply for a Redis health check"
-        assert asyncio.run(check.probe(2.0)) == Outcome.down(reason)
-        assert check.probe_now(2.0) is None
+        assert asyncio.run(check.probe(Deadline.after(2.0))) == Outcome.down(reason)
+        assert check.probe_now(Deadline.after(2.0)) is None
 
 
 # --- logging in, keys, databases ---------------------------------------------------------------
@@ -284,8 +285,14 @@ def test_first_attempt_without_the_event_loop_answers_as_the_runner(
     ]
     assert_first_attempt_as_runner(ready, not_ready)
     with banner_server(b"220 mail.example ESMTP\r\n") as port:
-        assert RedisCheck(parse_target(f"redis://127.0.0.1:{port}")).probe_now(2.0) is None
-    assert RedisCheck(parse_target(f"rediss://{address}#insecure")).probe_now(2.0) is None
+        assert (
+            RedisCheck(parse_target(f"redis://127.0.0.1:{port}")).probe_now(Deadline.after(2.0))
+            is None
+        )
+    assert (
+        RedisCheck(parse_target(f"rediss://{address}#insecure")).probe_now(Deadline.after(2.0))
+        is None
+    )
 
 
 # --- TLS ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import FAST
 from tests.servers import free_port, tcp_listener
 from waitfor import WaitTimeout, wait_for
+from waitfor.deadline import Deadline
 from waitfor.kinds.tcp import connect_any
 
 
@@ -51,15 +52,15 @@ def test_every_resolved_address_is_tried(monkeypatch: pytest.MonkeyPatch) -> Non
         )
 
     monkeypatch.setattr(socket, "getaddrinfo", both)
-    down = asyncio.run(connect_any("dual.test", port, 2.0))
+    down = asyncio.run(connect_any("dual.test", port, Deadline.after(2.0)))
     assert down.reason == f"[::1]:{port} connection refused; 127.0.0.1:{port} connection refused"
     with tcp_listener(port):
-        up = asyncio.run(connect_any("dual.test", port, 2.0))
+        up = asyncio.run(connect_any("dual.test", port, Deadline.after(2.0)))
     assert up.reason == f"connected to 127.0.0.1:{port}"
 
 
 def test_unresolvable_host_is_not_ready() -> None:
-    outcome = asyncio.run(connect_any("no-such-host.invalid", 80, 2.0))
+    outcome = asyncio.run(connect_any("no-such-host.invalid", 80, Deadline.after(2.0)))
     assert not outcome.ready
     assert outcome.reason.startswith("cannot resolve no-such-host.invalid")
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import FAST
 from waitfor import WaitTimeout, wait_for
+from waitfor.deadline import Deadline
 from waitfor.errors import TargetError
 from waitfor.kind import Outcome
 from waitfor.kinds.unix import UnixCheck
@@ -46,10 +47,10 @@ def test_the_first_attempt_without_an_event_loop(tmp_path: Path) -> None:
     """probe_now (the cold-start path) gives probe's outcome when ready, else leaves it (None)."""
     path = tmp_path / "app.sock"
     check = UnixCheck(parse_target(f"unix://{path}"))
-    assert check.probe_now(1.0) is None  # missing: the runner's attempt says why
+    assert check.probe_now(Deadline.after(1.0)) is None  # missing: the runner's attempt says why
     with unix_listener(path):
-        assert check.probe_now(1.0) == asyncio.run(check.probe(1.0))
-        assert check.probe_now(1.0) == Outcome.up(f"connected to {path}")
+        assert check.probe_now(Deadline.after(1.0)) == asyncio.run(check.probe(Deadline.after(1.0)))
+        assert check.probe_now(Deadline.after(1.0)) == Outcome.up(f"connected to {path}")
 
 
 def test_a_missing_socket_is_no_such_file(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 import trustme
 
 from tests.servers import http_server
+from waitfor.deadline import Deadline
 from waitfor.net import aio
 
 
@@ -61,7 +62,7 @@ def test_a_cancelled_lookup_is_abandoned_not_waited_for(gate: Gate) -> None:
 
 def test_connect_names_the_silent_lookup(gate: Gate) -> None:
     with pytest.raises(aio.ResolveError) as info:
-        asyncio.run(aio.connect("hanging.test", 80, 0.2))
+        asyncio.run(aio.connect("hanging.test", 80, Deadline.after(0.2)))
     assert info.value.timed_out
     assert str(info.value).startswith("resolving hanging.test: no answer from ")
 
@@ -106,7 +107,9 @@ def test_tls_is_verified_against_the_name_not_the_address(ca: trustme.CA) -> Non
     ca.configure_trust(trusting)
 
     async def handshake(tls: ssl.SSLContext, name: str) -> str:
-        reader, writer = await aio.open_stream(host, port, 5.0, tls=tls, server_hostname=name)
+        reader, writer = await aio.open_stream(
+            host, port, Deadline.after(5.0), tls=tls, server_hostname=name
+        )
         writer.write(b"GET / HTTP/1.0\r\nHost: db.test\r\n\r\n")
         status = await reader.readline()
         writer.close()

@@ -137,12 +137,13 @@ def test_the_blocking_driver_leaves_tls_to_the_runner() -> None:
 def test_a_ready_first_attempt_imports_no_asyncio() -> None:
     code = (
         "import sys\n"
+        "from waitfor.deadline import Deadline\n"
         "from waitfor.kinds import check_class\n"
         "from waitfor.targets import parse_target\n"
         f"for url in ['amqp://127.0.0.1:{RABBITMQ_PORT}', 'mqtt://127.0.0.1:{MOSQUITTO_PORT}',"
         f" 'nats://127.0.0.1:{NATS_PORT}#jetstream']:\n"
         "    target = parse_target(url)\n"
-        "    outcome = check_class(target.scheme)(target).probe_now(5)\n"
+        "    outcome = check_class(target.scheme)(target).probe_now(Deadline.after(5))\n"
         "    assert outcome is not None and outcome.ready, (url, outcome)\n"
         "print(sorted(m for m in ('asyncio', 'ssl') if m in sys.modules))\n"
     )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from waitfor.values import Value
 
 if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
     from waitfor.kind import Check
 
 ENTRY_POINT_GROUP = "waitfor.kinds"
@@ -117,7 +118,7 @@ def load(kind: Kind) -> type[Check[Any]]:
     if not (isinstance(found, type) and issubclass(found, Check)):
         raise KindError(f"{where} is not a subclass of waitfor.Check")
     if inspect.isabstract(found):
-        raise KindError(f"{where} does not implement async def probe(self, budget)")
+        raise KindError(f"{where} does not implement async def probe(self, deadline)")
     return _guarded(found, kind)
 
 
@@ -164,11 +165,11 @@ def _guarded(cls: type[Check[Any]], kind: Kind) -> type[Check[Any]]:
             except Exception as exc:
                 raise ValueError(f"{name} failed to parse its options: {_bug(exc)}") from None
 
-        async def probe(self, budget: float) -> Any:
+        async def probe(self, deadline: Deadline) -> Any:
             try:
-                return await super().probe(budget)
+                return await super().probe(deadline)
             except TimeoutError:
-                raise  # the attempt's budget: the runner says so
+                raise  # the attempt's deadline: the runner says so
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
                     raise  # out of descriptors: the runner's
@@ -176,9 +177,9 @@ def _guarded(cls: type[Check[Any]], kind: Kind) -> type[Check[Any]]:
             except Exception as exc:
                 return Outcome.fatal(f"{name} failed: {_bug(exc)}")
 
-        def probe_now(self, budget: float) -> Any:
+        def probe_now(self, deadline: Deadline) -> Any:
             try:
-                return super().probe_now(budget)
+                return super().probe_now(deadline)
             except Exception:
                 return None  # the runner's attempt makes the call again and says what happened
 

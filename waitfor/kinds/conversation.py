@@ -25,6 +25,7 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     import ssl
 
+    from waitfor.deadline import Deadline
     from waitfor.net.conversation import Conversation
 
 
@@ -79,7 +80,7 @@ class ConversationCheck(Check[OptionsT]):
         """Made once per target, and only for one that speaks TLS: loading CAs is not free."""
         return tls.client_context_for(self.options.tls)
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         from waitfor.net.aio import NetError
         from waitfor.net.conversation import Closed, TooLong, attempt
 
@@ -87,19 +88,19 @@ class ConversationCheck(Check[OptionsT]):
         upgrade = lambda: self.tls_context  # noqa: E731 - a conversation's StartTls, if it has one
         try:
             return await attempt(
-                self.address, self.conversation(), budget, tls=context, starttls=upgrade
+                self.address, self.conversation(), deadline, tls=context, starttls=upgrade
             )
         except NetError as exc:  # a StartTls handshake that failed
             return Outcome.down(str(exc))
         except (ProtocolError, Closed, TooLong, OSError) as exc:
             return Outcome.down(failure_reason(exc, self.SERVER))
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         if self.tls_from_start:
             return None  # TLS is the runner's: the first attempt stays free of ssl
         from waitfor.net.conversation import first_attempt
 
-        return first_attempt(self.address, self.conversation(), budget, (ProtocolError,))
+        return first_attempt(self.address, self.conversation(), deadline, (ProtocolError,))
 
 
 def failure_reason(exc: BaseException, server: str) -> str:

@@ -36,6 +36,8 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     import asyncio
 
+    from waitfor.deadline import Deadline
+
 
 class FileOptions(Value):
     nonempty: bool = False
@@ -55,7 +57,7 @@ class FileCheck(Check[FileOptions]):
         reject_unknown(pairs, cls.OPTION_NAMES)
         return FileOptions(nonempty=flag(pairs, "nonempty"))
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         import asyncio  # imported already by whoever awaits this; kept off the module's imports
 
         from waitfor.net.activity import waiting_on
@@ -67,8 +69,8 @@ class FileCheck(Check[FileOptions]):
             raise outcome
         return outcome
 
-    def probe_now(self, budget: float) -> Outcome | None:
-        """The same look in a daemon thread, given up after ``budget``: a hung mount holds none."""
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
+        """The same look in a daemon thread, given up at ``deadline``: a hung mount holds none."""
         path, nonempty = self.target.host, self.options.nonempty
         found: list[Outcome] = []
         look = threading.Thread(
@@ -80,7 +82,7 @@ class FileCheck(Check[FileOptions]):
             look.start()
         except RuntimeError:  # out of threads: the runner's attempt will say so
             return None
-        look.join(budget)
+        look.join(deadline.left())
         return found[0] if found and found[0].ready else None
 
 

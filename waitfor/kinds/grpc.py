@@ -34,6 +34,9 @@ from waitfor.net import tls
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
+
 if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing
     import asyncio
     import ssl
@@ -99,7 +102,7 @@ class GrpcCheck(Check[GrpcOptions]):
             return None  # --insecure / --cacert defaults reach plaintext targets too: moot
         return tls.client_context_for(self.options.tls, alpn=("h2",))
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         import ssl
 
         import h2.exceptions
@@ -112,7 +115,7 @@ class GrpcCheck(Check[GrpcOptions]):
             reader, writer = await aio.open_stream(
                 host,
                 port,
-                budget,
+                deadline,
                 tls=self._tls,
                 server_hostname=_server_name(authority) if self._tls else None,
             )

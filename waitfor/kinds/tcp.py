@@ -10,6 +10,8 @@ from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, ho
 if TYPE_CHECKING:
     import socket
 
+    from waitfor.deadline import Deadline
+
 
 class TcpCheck(Check[Options]):
     USAGE = (("tcp://HOST:PORT", "a connection is accepted (IPv6: tcp://[::1]:5432)"),)
@@ -25,26 +27,26 @@ class TcpCheck(Check[Options]):
         port = urls.port(parts, default=None)
         return Address(host, port, f"tcp://{host_port(host, port)}")
 
-    async def probe(self, budget: float) -> Outcome:
-        return await connect_any(self.target.host, self.target.port or 0, budget)
+    async def probe(self, deadline: Deadline) -> Outcome:
+        return await connect_any(self.target.host, self.target.port or 0, deadline)
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         from waitfor.net import blocking
 
         host, port = self.target.host, self.target.port or 0
-        sock = blocking.connect(host, port, budget)
+        sock = blocking.connect(host, port, deadline)
         if sock is None:
             return None
         outcome = _connected(sock, host, port)
         return outcome if outcome.ready else None
 
 
-async def connect_any(host: str, port: int, budget: float) -> Outcome:
-    """Try every address ``host`` resolves to, in order, sharing ``budget`` between them."""
+async def connect_any(host: str, port: int, deadline: Deadline) -> Outcome:
+    """Try every address ``host`` resolves to, in order, sharing the time left between them."""
     from waitfor.net import aio  # asyncio: not imported when a target is only parsed
 
     try:
-        sock = await aio.connect(host, port, budget)
+        sock = await aio.connect(host, port, deadline)
     except aio.NetError as exc:
         return Outcome.down(str(exc))
     return _connected(sock, host, port)

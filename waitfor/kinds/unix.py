@@ -9,10 +9,14 @@ probe is one non-blocking ``connect``.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from waitfor.kind import Address, Check, Options, Outcome
 from waitfor.net.unixsock import NotAccepted, connected
 from waitfor.urlsplit import unquote
+
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
 
 #: sun_path holds 108 bytes on Linux, the last one a NUL
 MAX_PATH_BYTES = 107
@@ -26,10 +30,10 @@ class UnixCheck(Check[Options]):
         path = socket_path(url, scheme)
         return Address(host=path, port=None, display=f"unix://{path}")
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         return connect_unix(self.target.host)
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         outcome = connect_unix(self.target.host)  # never waits, so no event loop either
         return outcome if outcome.ready else None
 

@@ -18,16 +18,18 @@ that word reasons as their reference tool does: :class:`ResolveError` (``host``,
 
 ``await resolve(host, port, *, type=socket.SOCK_STREAM) -> list[Address]``
     all addresses, in getaddrinfo's order; :class:`ResolveError` when the name does not resolve.
-``await connect(host, port, budget) -> socket.socket``
-    resolves, then tries every address in order, splitting what is left of ``budget`` evenly so
-    one silent address cannot starve the others; returns a connected non-blocking socket
-    (the caller closes it). ``budget`` bounds resolution and connecting together.
+``await connect(host, port, deadline) -> socket.socket``
+    resolves, then tries every address in order, splitting what is left before ``deadline``
+    (:class:`waitfor.deadline.Deadline`) evenly so one silent address cannot starve the others;
+    returns a connected non-blocking socket (the caller closes it). ``deadline`` bounds
+    resolution and connecting together.
 ``await connect_address(address, timeout) -> socket.socket``
     connects to one resolved :class:`Address`.
-``await open_stream(host, port, budget, *, tls=None, server_hostname=None)``
+``await open_stream(host, port, deadline, *, tls=None, server_hostname=None)``
     ``-> (asyncio.StreamReader, asyncio.StreamWriter)``: :func:`connect`, then streams; with
     ``tls`` also the TLS handshake (SNI and certificate checks against ``server_hostname``, by
-    default ``host``) within what is left of ``budget``. A failed handshake is :class:`TlsError`.
+    default ``host``) within what is left before ``deadline``. A failed handshake is
+    :class:`TlsError`.
 ``await start_tls(writer, tls, server_hostname, timeout)``
     upgrades an open stream in place (STARTTLS-style protocols); raises :class:`TlsError`.
 """
@@ -40,14 +42,16 @@ import errno
 import socket
 import ssl
 import threading
-import time
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from waitfor.net.activity import waiting_on
 from waitfor.net.errors import NetError as NetError
 from waitfor.net.errors import TlsError as TlsError
 from waitfor.net.errors import describe_os_error, tls_failure
 from waitfor.urls import host_port
+
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
 
 RESOLV_CONF = "/etc/resolv.conf"
 #: lookups of one name allowed in flight at once; later attempts share the newest
@@ -103,17 +107,17 @@ async def resolve(host: str, port: int, *, type: int = socket.SOCK_STREAM) -> li
     return outcome
 
 
-async def connect(host: str, port: int, budget: float) -> socket.socket:
-    deadline = time.monotonic() + budget
+async def connect(host: str, port: int, deadline: Deadline) -> socket.socket:
+    left = deadline.left()
     try:
-        async with asyncio.timeout(budget):
+        async with asyncio.timeout(left):
             addresses = await resolve(host, port)
     except TimeoutError:
-        raise ResolveError(host, no_answer(budget), timed_out=True) from None
+        raise ResolveError(host, no_answer(left), timed_out=True) from None
     reasons = []
     for index, address in enumerate(addresses):
         # Split what is left evenly, so one silent address cannot starve the others.
-        share = max((deadline - time.monotonic()) / (len(addresses) - index), 0.0)
+        share = deadline.left() / (len(addresses) - index)
         try:
             return await connect_address(address, share)
         except NetError as exc:
@@ -146,13 +150,12 @@ async def connect_address(address: Address, timeout: float) -> socket.socket:
 async def open_stream(
     host: str,
     port: int,
-    budget: float,
+    deadline: Deadline,
     *,
     tls: ssl.SSLContext | None = None,
     server_hostname: str | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    deadline = time.monotonic() + budget
-    sock = await connect(host, port, budget)
+    sock = await connect(host, port, deadline)
     try:
         reader, writer = await asyncio.open_connection(sock=sock)
     except BaseException:
@@ -161,7 +164,7 @@ async def open_stream(
     if tls is not None:
         try:
             name = host if server_hostname is None else server_hostname
-            await start_tls(writer, tls, name, max(deadline - time.monotonic(), 0.0))
+            await start_tls(writer, tls, name, deadline.left())
         except BaseException:
             writer.transport.abort()
             raise

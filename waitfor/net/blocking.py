@@ -2,8 +2,8 @@
 
 The blocking twin of :func:`waitfor.net.aio.connect` for :meth:`Check.probe_now`: the same
 getaddrinfo call, the same addresses in the same order, IP literals answered without a lookup,
-a name's lookup in a daemon thread that is abandoned (never waited for) when the budget runs
-out. It only answers "connected" (a socket) or None: every failure, and every reason, is left to
+a name's lookup in a daemon thread that is abandoned (never waited for) when the deadline
+passes. It only answers "connected" (a socket) or None: every failure, and every reason, is left to
 the runner's attempt, which makes the same calls and names what went wrong.
 """
 
@@ -13,17 +13,18 @@ import errno
 import math
 import select
 import socket
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
 
 AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockaddr
 
 
-def connect(host: str, port: int, budget: float) -> socket.socket | None:
+def connect(host: str, port: int, deadline: Deadline) -> socket.socket | None:
     """A connected (blocking) socket to the first of ``host``'s addresses that accepts in time."""
-    deadline = time.monotonic() + budget
-    for address in resolve(host, port, budget) or []:
-        left = deadline - time.monotonic()
+    for address in resolve(host, port, deadline) or []:
+        left = deadline.left()
         if left <= 0:
             return None
         sock = connect_address(address, left)
@@ -32,14 +33,14 @@ def connect(host: str, port: int, budget: float) -> socket.socket | None:
     return None
 
 
-def resolve(host: str, port: int, budget: float) -> list[AddrInfo] | None:
-    """Every address of ``host``, in getaddrinfo's order; None if not known within ``budget``."""
+def resolve(host: str, port: int, deadline: Deadline) -> list[AddrInfo] | None:
+    """Every address of ``host``, in getaddrinfo's order; None if not known before ``deadline``."""
     # bytes: a str host would load the IDNA codec, and parsed hosts are ASCII already
     name: str | bytes = host.encode("ascii") if host.isascii() else host
     try:  # an IP literal needs no lookup (as net._literal)
         infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     except (OSError, UnicodeError):
-        return _lookup(name, port, budget)
+        return _lookup(name, port, deadline.left())
     return [(f, k, p, a) for f, k, p, _, a in infos]
 
 

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Protocol, TypeVar
 
+    from waitfor.deadline import Deadline
+
     class Transport(Protocol):
         """Bytes in and out, TLS on demand; ``until`` (monotonic, inf for none) bounds a step:
         TimeoutError past it."""
@@ -305,20 +307,19 @@ async def run_async(
 async def attempt(
     address: tuple[str, int],
     conversation: Conversation,
-    budget: float,
+    deadline: Deadline,
     *,
     tls: ssl.SSLContext | None = None,
     starttls: Callable[[], ssl.SSLContext] | None = None,
 ) -> Outcome:
-    """One attempt on the event loop: connect within ``budget`` (``tls``: TLS from the first
+    """One attempt on the event loop: connect before ``deadline`` (``tls``: TLS from the first
     byte; ``starttls`` makes the context for a :class:`StartTls` step), run ``conversation``,
     close. Not connecting is not ready, and says why; what the
     conversation raises (the protocol's errors, Closed, OSError) is the caller's to word."""
     from waitfor.net import aio
 
-    deadline = time.monotonic() + budget
     try:
-        reader, writer = await aio.open_stream(*address, budget, tls=tls)
+        reader, writer = await aio.open_stream(*address, deadline, tls=tls)
     except aio.NetError as exc:
         return Outcome.down(str(exc))
     try:
@@ -328,7 +329,7 @@ async def attempt(
             writer,
             tls=starttls,
             server_hostname=address[0],
-            deadline=deadline,
+            deadline=deadline.at,
         )
     finally:
         writer.close()
@@ -438,7 +439,7 @@ def run_blocking(
 def first_attempt(
     address: tuple[str, int],
     conversation: Conversation,
-    budget: float,
+    deadline: Deadline,
     errors: tuple[type[Exception], ...] = (),
     *,
     tls: TlsFactory | None = None,
@@ -452,12 +453,11 @@ def first_attempt(
     from waitfor.net import blocking
 
     undecided: tuple[type[Exception], ...] = (Closed, TooLong, NotNow, OSError, TlsError, *errors)
-    deadline = time.monotonic() + budget
-    sock = blocking.connect(*address, budget)
+    sock = blocking.connect(*address, deadline)
     if sock is None:
         return None
     try:
-        outcome = run_blocking(conversation, sock, deadline, tls=tls, server_hostname=address[0])
+        outcome = run_blocking(conversation, sock, deadline.at, tls=tls, server_hostname=address[0])
         return outcome if outcome.ready else None
     except undecided:  # TimeoutError is an OSError
         return None

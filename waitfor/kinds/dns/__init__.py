@@ -34,6 +34,9 @@ from waitfor.kind import (
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
+
 if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
     import dns.rdata
 
@@ -132,7 +135,8 @@ class DnsCheck(Check[DnsOptions]):
     def name(self) -> str:
         return self.target.param("name") or ""
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
+        budget = deadline.left()  # the lookups below share it
         import asyncio
 
         if not self.target.param("nameserver"):

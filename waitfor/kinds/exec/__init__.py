@@ -16,10 +16,14 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from waitfor.kind import Address, Check, Options, Outcome
 from waitfor.redaction import MASK, is_secret_name, userinfo
 from waitfor.urlsplit import urlsplit
+
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
 
 #: stands for a hidden value while the words are quoted (quoting would wrap "***" in quotes)
 _HOLE = "WAITFORHIDDENVALUE"
@@ -51,14 +55,15 @@ class ExecCheck(Check[Options]):
             params=tuple(("arg", arg) for arg in argv),
         )
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         from waitfor.kinds.exec.run import run_command  # asyncio's subprocesses: when probing
 
         argv = [value for key, value in self.target.params if key == "arg"]
         # Our own timeout fires just before the runner's, so the reason can say what happened.
         # The reason quotes the command's output: a secret it prints is removed, with its
         # control characters, where every reason is (waitfor.sanitize).
-        return await run_command(argv, max(budget - 0.05, budget * 0.9))
+        left = deadline.left()
+        return await run_command(argv, max(left - 0.05, left * 0.9))
 
 
 def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:

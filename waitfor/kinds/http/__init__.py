@@ -38,6 +38,9 @@ from waitfor.net import tls
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
+
 if TYPE_CHECKING:  # httpx, ssl and RE2 are imported when needed: parsing a target stays cheap
     import httpx
 
@@ -132,14 +135,14 @@ class HttpCheck(Check[HttpOptions]):
     def _clients(self) -> dict[str, httpx.AsyncClient]:
         return {}
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         import httpx
 
         url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
         try:
-            return await self._probe(url, budget)
+            return await self._probe(url, deadline.left())
         except httpx.TimeoutException:
-            return Outcome.down(f"timed out after {budget:.1f}s")
+            return Outcome.down(f"timed out after {deadline.budget:.1f}s")
         except httpx.TooManyRedirects:
             return Outcome.down(f"more than {MAX_REDIRECTS} redirects")
         except httpx.RemoteProtocolError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from waitfor.deadline import Deadline
 from waitfor.net import aio, unixsock
 
 
@@ -32,7 +33,8 @@ class NetBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            sock = await aio.connect(host, port, math.inf if timeout is None else timeout)
+            deadline = Deadline.after(math.inf if timeout is None else timeout)
+            sock = await aio.connect(host, port, deadline)
         except aio.NetError as exc:
             raise httpcore.ConnectError(str(exc)) from exc
         try:

@@ -36,6 +36,9 @@ from waitfor.kind import (
 from waitfor.kinds.http import expect
 from waitfor.values import Value
 
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
+
 if TYPE_CHECKING:  # httpx and yaml are imported by the probe: parsing a target stays cheap
     from waitfor.kinds.k8s.client import Api, Resource
     from waitfor.kinds.k8s.config import Source
@@ -161,7 +164,8 @@ class K8sCheck(Check[K8sOptions]):
     def _types(self) -> dict[str, Resource]:
         return {}  # TYPE -> resource, once discovery found it
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
+        budget = deadline.left()  # shared by the credentials, the list and the watch
         import httpx
 
         from waitfor.kinds.http import describe_transport_error

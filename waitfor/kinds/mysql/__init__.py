@@ -32,6 +32,7 @@ from waitfor.urlsplit import unquote
 if TYPE_CHECKING:
     import ssl
 
+    from waitfor.deadline import Deadline
     from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 3306
@@ -109,20 +110,21 @@ class MysqlCheck(ConversationCheck[MysqlOptions]):
     def params(self) -> dict[str, str]:
         return dict(self.target.params)
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         if self.options.table is not None and not self.params["database"]:
             return Outcome.fatal("table=NAME needs the database in the URL (mysql://HOST/DB)")
         if self.options.mode == "query":
             from waitfor.kinds.mysql import query  # PyMySQL, asyncio, ssl: only now
 
             context = query_tls(self.params)
-            return await query.query(self.target, self.address, self.options.table, context, budget)
-        return await super().probe(budget)
+            table = self.options.table
+            return await query.query(self.target, self.address, table, context, deadline)
+        return await super().probe(deadline)
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         if self.options.mode != "ping":
             return None  # PyMySQL runs on the event loop
-        return super().probe_now(budget)
+        return super().probe_now(deadline)
 
     def conversation(self) -> Conversation:
         from waitfor.kinds.mysql import ping  # the handshake, only when probing

@@ -13,7 +13,6 @@ import socket
 import ssl
 import struct
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
 
     from pymysql.connections import Connection
 
+    from waitfor.deadline import Deadline
     from waitfor.targets import Target
 
 ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
@@ -45,19 +45,18 @@ async def query(
     address: tuple[str, int],
     table: str | None,
     context: ssl.SSLContext | None,
-    budget: float,
+    deadline: Deadline,
 ) -> Outcome:
     """Log in and run SELECT 1 (and look for ``table``); see :mod:`waitfor.kinds.mysql`.
 
     ``context``: TLS for ssl-mode REQUIRED and stricter; None lets PyMySQL do PREFERRED/DISABLED.
     """
-    deadline = time.monotonic() + budget
     try:
-        sock = await aio.connect(*address, budget)
+        sock = await aio.connect(*address, deadline)
     except aio.NetError as exc:
         return Outcome.down(str(exc))
     sock.setblocking(True)
-    sock.settimeout(max(deadline - time.monotonic(), 0.1))
+    sock.settimeout(max(deadline.left(), 0.1))
     # A handle on the connection itself, still valid once PyMySQL wraps the socket in TLS.
     handle = sock.dup()
     try:

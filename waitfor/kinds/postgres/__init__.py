@@ -30,6 +30,9 @@ from waitfor.kind import (
 from waitfor.kinds.postgres import conninfo
 from waitfor.values import Value
 
+if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
+
 if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg: in the probe
     import ssl
 
@@ -104,25 +107,25 @@ class PostgresCheck(Check[PostgresOptions]):
 
         return tls_context(self.params)
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         if self.options.mode == "query":
-            return await self._query(budget)
+            return await self._query(deadline.left())
         from waitfor.kinds.postgres.ping import ConfigurationError, Ping, ping
 
         try:
-            result = await ping(self.params, budget, lambda: self._tls)
+            result = await ping(self.params, deadline, lambda: self._tls)
         except ConfigurationError as exc:
             return Outcome.fatal(str(exc))
         if result.status is Ping.OK:
             return Outcome.up(result.reason)
         return Outcome.down(result.reason)
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         if self.options.mode != "ping":
             return None  # query mode needs psycopg and its event loop
         from waitfor.kinds.postgres.ping import ping_now
 
-        result = ping_now(self.params, budget, lambda: self._tls)
+        result = ping_now(self.params, deadline, lambda: self._tls)
         return None if result is None else Outcome.up(result.reason)
 
     async def _query(self, budget: float) -> Outcome:

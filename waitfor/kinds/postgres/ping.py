@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
 
+    from waitfor.deadline import Deadline
     from waitfor.net import aio, blocking
     from waitfor.net.conversation import Exchange
 
@@ -66,7 +67,7 @@ class ConfigurationError(Exception):
     """A client-side setting that makes every attempt fail (e.g. a missing root certificate)."""
 
 
-async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult:
+async def ping(params: dict[str, str], limit: Deadline, tls: TlsContext) -> PingResult:
     """Try each host and address in order; the first that accepts wins.
 
     ``tls`` makes the context of :func:`tls_context` when TLS is first needed (made once per
@@ -77,7 +78,7 @@ async def ping(params: dict[str, str], budget: float, tls: TlsContext) -> PingRe
 
     from waitfor.net import aio
 
-    deadline = time.monotonic() + budget
+    deadline, budget = limit.at, limit.left()
     connect_timeout = _connect_timeout(params)
     addresses: list[tuple[Endpoint, str | aio.Address]] = []  # socket path or resolved address
     failures: list[PingResult] = []
@@ -187,22 +188,22 @@ async def _connect_unix(path: str) -> socket.socket:
     return sock
 
 
-def ping_now(params: dict[str, str], budget: float, tls: TlsContext) -> PingResult | None:
+def ping_now(params: dict[str, str], limit: Deadline, tls: TlsContext) -> PingResult | None:
     """The ping's first attempt without the event loop: its OK result, or None.
 
     The same exchange as :func:`ping`, driven over a blocking socket (TLS included), for the
-    first endpoint's first address only; anything but OK within ``budget`` is None, and
+    first endpoint's first address only; anything but OK before ``limit`` is None, and
     :func:`ping` then makes the attempt that counts.
     """
     from waitfor.net import blocking
 
-    deadline = time.monotonic() + budget
+    deadline = limit.at
     endpoint = endpoints(params)[0]
     address: str | blocking.AddrInfo
     if endpoint.is_socket:
         address = _socket_path(endpoint)
     else:
-        found = blocking.resolve(endpoint.address, endpoint.port, budget)
+        found = blocking.resolve(endpoint.address, endpoint.port, limit)
         if not found or (endpoint.address != endpoint.host and not _is_ip(endpoint.address)):
             return None
         address = found[0]
