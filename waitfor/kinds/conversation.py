@@ -5,7 +5,7 @@ A conversation kind is its folder: the front module (``__init__.py``) subclasses
 :class:`ConversationCheck`, parses its address and options, and returns the conversation for a
 target from :meth:`~ConversationCheck.conversation`; its wire module writes that conversation once
 (see :mod:`waitfor.net.conversation`), raising :class:`ProtocolError` for bytes that are not its
-protocol. The template connects (TLS from the first byte for the schemes in ``TLS_PORTS``), runs
+protocol. The template connects (TLS from the first byte for ``TLS_SCHEME``), runs
 it on the event loop or, for the quick first attempt, on a blocking socket, and words every
 failure the same way for every kind (:func:`failure_reason`).
 """
@@ -13,10 +13,10 @@ failure the same way for every kind (:func:`failure_reason`).
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from waitfor import urls
 from waitfor.kind import Check, OptionPairs, Outcome, choice, reject_unknown
 from waitfor.net import tls
 from waitfor.net.errors import describe_os_error
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from waitfor.deadline import Deadline
     from waitfor.net.conversation import Conversation
+    from waitfor.urlsplit import SplitResult
 
 
 class ProtocolError(Exception):
@@ -47,10 +48,13 @@ class ConversationCheck(Check[OptionsT]):
     #: how reasons name the server ("not a NATS server")
     SERVER: ClassVar[str]
     DEFAULT_PORT: ClassVar[int]
-    #: schemes that speak TLS from the first byte, with their default ports
-    TLS_PORTS: ClassVar[Mapping[str, int]] = {}
+    #: the scheme that speaks TLS from the first byte ("amqps"), and its default port
+    TLS_SCHEME: ClassVar[str | None] = None
+    TLS_PORT: ClassVar[int | None] = None
     #: the ``#mode=`` values, the first the default; () for a kind without modes
     MODES: ClassVar[tuple[str, ...]] = ()
+    #: what most conversation kinds take; a kind with options of its own adds them
+    OPTION_NAMES = frozenset({"mode"}) | tls.OPTION_NAMES
 
     @classmethod
     def parse_common(cls, pairs: OptionPairs) -> ConversationOptions:
@@ -61,7 +65,15 @@ class ConversationCheck(Check[OptionsT]):
 
     @classmethod
     def default_port(cls, scheme: str) -> int:
-        return cls.TLS_PORTS.get(scheme, cls.DEFAULT_PORT)
+        if scheme == cls.TLS_SCHEME and cls.TLS_PORT is not None:
+            return cls.TLS_PORT
+        return cls.DEFAULT_PORT
+
+    @classmethod
+    def split_address(cls, scheme: str, url: str) -> tuple[SplitResult, str, int]:
+        """The URL's parts, its validated host and its port (else the scheme's default)."""
+        parts = urls.split(url)
+        return parts, urls.host(parts), urls.port(parts, cls.default_port(scheme))
 
     @abstractmethod
     def conversation(self) -> Conversation:
@@ -73,7 +85,7 @@ class ConversationCheck(Check[OptionsT]):
 
     @property
     def tls_from_start(self) -> bool:
-        return self.target.scheme in self.TLS_PORTS
+        return self.target.scheme == self.TLS_SCHEME
 
     @cached_property
     def tls_context(self) -> ssl.SSLContext:

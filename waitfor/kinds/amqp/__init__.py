@@ -14,13 +14,11 @@ RabbitMQ logs each ping as a connection closed during the handshake.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from waitfor import redaction, urls
 from waitfor.kind import Address, OptionPairs, host_port
 from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
-from waitfor.net import tls
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
@@ -31,21 +29,19 @@ DEFAULT_CREDENTIAL = "guest"
 class AmqpCheck(ConversationCheck[ConversationOptions]):
     SERVER = "AMQP"
     DEFAULT_PORT = 5672
-    TLS_PORTS: ClassVar[Mapping[str, int]] = {"amqps": 5671}
+    TLS_SCHEME, TLS_PORT = "amqps", 5671
     MODES = ("login", "ping")
-    OPTION_NAMES = frozenset({"mode"}) | tls.OPTION_NAMES
-    USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
+    USAGE = (
         (
-            "amqp://[USER[:PASSWORD]@]HOST[:PORT][/VHOST], amqps://…",
-            "a login (default guest/guest) opens the vhost; #mode=ping: the broker answers",
+            "amqp://[USER[:PASSWORD]@]HOST[:PORT][/VHOST]",
+            "a login (default guest/guest) opens the vhost",
         ),
+        ("amqps://...#mode=ping", "TLS; the broker answers, no login"),
     )
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = urls.split(url)
-        host = urls.host(parts)
-        port = urls.port(parts, cls.default_port(scheme))
+        parts, host, port = cls.split_address(scheme, url)
         path = parts.path.removeprefix("/")
         if "/" in path:
             raise ValueError("a vhost containing '/' must be percent-encoded (%2F)")

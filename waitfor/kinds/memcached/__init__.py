@@ -30,9 +30,7 @@ class MemcachedCheck(ConversationCheck[ConversationOptions]):
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = urls.split(url)
-        host = urls.host(parts)
-        port = urls.port(parts, default=DEFAULT_PORT)
+        parts, host, port = cls.split_address(scheme, url)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError("memcached targets are memcached://[USER:PASSWORD@]HOST[:PORT]")
         if (parts.username is None) != (parts.password is None):

@@ -15,13 +15,11 @@ whatever it thinks of the login.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from waitfor import redaction, urls
 from waitfor.kind import Address, OptionPairs, host_port
 from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
-from waitfor.net import tls
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
@@ -30,21 +28,16 @@ if TYPE_CHECKING:
 class MqttCheck(ConversationCheck[ConversationOptions]):
     SERVER = "MQTT"
     DEFAULT_PORT = 1883
-    TLS_PORTS: ClassVar[Mapping[str, int]] = {"mqtts": 8883}
+    TLS_SCHEME, TLS_PORT = "mqtts", 8883
     MODES = ("login", "ping")
-    OPTION_NAMES = frozenset({"mode"}) | tls.OPTION_NAMES
-    USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
-        (
-            "mqtt://[USER[:PASSWORD]@]HOST[:PORT], mqtts://…",
-            "CONNACK 0 (accepted); #mode=ping: any CONNACK but server unavailable",
-        ),
+    USAGE = (
+        ("mqtt://[USER[:PASSWORD]@]HOST[:PORT]", "CONNACK 0 (accepted); mqtts:// for TLS"),
+        ("mqtt://HOST#mode=ping", "any CONNACK but server unavailable"),
     )
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = urls.split(url)
-        host = urls.host(parts)
-        port = urls.port(parts, cls.default_port(scheme))
+        parts, host, port = cls.split_address(scheme, url)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(f"{scheme} targets are {scheme}://[user[:password]@]host[:port]")
         params = []

@@ -13,7 +13,7 @@ a server without them. ``ping`` is ready on the server's ``INFO``: no credential
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from waitfor import redaction, urls
 from waitfor.kind import Address, OptionPairs, flag, host_port
@@ -33,22 +33,18 @@ class NatsCheck(ConversationCheck[NatsOptions]):
     DEFAULT_PORT = 4222
     MODES = ("login", "ping")
     OPTION_NAMES = frozenset({"mode", "jetstream"}) | tls.OPTION_NAMES
-    USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
-        (
-            "nats://[USER[:PASSWORD]@|TOKEN@]HOST[:PORT], tls://…",
-            "CONNECT + PING answered by PONG; #jetstream: JetStream answers too",
-        ),
+    USAGE = (
+        ("nats://[USER[:PASSWORD]@|TOKEN@]HOST[:PORT]", "CONNECT + PING answered by PONG"),
+        ("tls://HOST#jetstream", "TLS; JetStream answers too"),
     )
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = urls.split(url)
-        if "," in parts.netloc:  # the clients' server list: each server is a target of its own
+        if "," in urls.split(url).netloc:  # the clients' server list: one target per server
             raise ValueError(
                 "one server per target: list each server you need as a target of its own"
             )
-        host = urls.host(parts)
-        port = urls.port(parts, cls.DEFAULT_PORT)
+        parts, host, port = cls.split_address(scheme, url)
         if parts.path not in ("", "/") or parts.query:
             raise ValueError(
                 f"{scheme} targets are {scheme}://[user[:password]@|token@]host[:port]"

@@ -20,7 +20,6 @@ The protocol itself (RESP) and the conversation live in :mod:`.wire`, imported w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from waitfor import redaction, urls
@@ -48,7 +47,7 @@ class RedisOptions(ConversationOptions):
 class RedisCheck(ConversationCheck[RedisOptions]):
     SERVER = "Redis"
     DEFAULT_PORT = DEFAULT_PORT
-    TLS_PORTS: ClassVar[Mapping[str, int]] = {"rediss": DEFAULT_PORT}
+    TLS_SCHEME, TLS_PORT = "rediss", DEFAULT_PORT
     MODES = MODES
     OPTION_NAMES = frozenset({"mode", "key", "role"}) | tls.OPTION_NAMES
     #: options named like secrets whose values are names: shown as written (redaction.options)
@@ -60,9 +59,7 @@ class RedisCheck(ConversationCheck[RedisOptions]):
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
-        parts = urls.split(url)
-        host = urls.host(parts)
-        port = urls.port(parts, default=DEFAULT_PORT)
+        parts, host, port = cls.split_address(scheme, url)
         if parts.query:
             raise ValueError("redis targets take no query parameters (options go after #)")
         database = parts.path.removeprefix("/")
