@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.conftest import FAST
-from tests.fakes import BEHAVIOURS, fake_kind
+from tests.fakes import BEHAVIOURS, FakeCheck, fake_kind
+from waitfor.backoff import Backoff
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.kind import Outcome
 from waitfor.runner import Event, EventType, run
@@ -104,6 +106,35 @@ def test_an_attempt_cut_off_says_what_it_waited_for(fake: MakeTarget) -> None:
     with pytest.raises(WaitTimeout) as info:
         wait([fake("b", "greeting")], timeout=0.3, attempt_timeout=60)
     assert info.value.results[0].reason == "no greeting after 0.3s"
+
+
+def test_a_watching_checks_backoff_counts_from_its_attempts_start(
+    fake: MakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that watches (k8s:) for its whole attempt is tried again at once: a change
+    landing between two watches would otherwise be seen a backoff delay late. One that fails
+    at once still waits its backoff: the rate stays bounded."""
+    slow = Backoff(initial=1.0, maximum=1.0, jitter=0.0)
+
+    def gaps(target: Target, attempt_timeout: float) -> list[float]:
+        events: list[Event] = []
+        with pytest.raises(WaitTimeout):
+            asyncio.run(
+                run(
+                    [target],
+                    timeout=2.5,
+                    attempt_timeout=attempt_timeout,
+                    backoff=slow,
+                    on_event=events.append,
+                )
+            )
+        began = [e.elapsed for e in events if e.type is EventType.ATTEMPT]
+        return [later - earlier for earlier, later in itertools.pairwise(began)]
+
+    assert [round(gap) for gap in gaps(fake("plain", "hang"), 1.0)] == [2]  # watch, then sleep
+    monkeypatch.setattr(FakeCheck, "WATCHES", True)
+    assert [round(gap) for gap in gaps(fake("watching", "hang"), 1.0)][:2] == [1, 1]  # no sleep
+    assert [round(gap) for gap in gaps(fake("failing", DOWN), 5)][:2] == [1, 1]  # its backoff
 
 
 def test_permanent_failure_stops_everything(fake: MakeTarget) -> None:

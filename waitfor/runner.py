@@ -121,9 +121,10 @@ async def run(
             emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
             if once:
                 return
-            await asyncio.sleep(
-                backoff.sleep_before_next(state.attempts, rng.random(), remaining())
-            )
+            delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining())
+            if check.WATCHES:  # the watch itself spaced the attempts
+                delay = max(0.0, delay - (loop.time() - now))
+            await asyncio.sleep(delay)
 
     checks = [check_class(target.scheme)(target) for target in targets]
     for check in checks:

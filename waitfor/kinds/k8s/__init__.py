@@ -12,7 +12,8 @@ which also override a type's default. With ``--invert`` the wait is for deletion
 
 An attempt lists the object(s), then watches from that resourceVersion for the rest of its
 budget (relisting on 410 Gone, resuming when the server ends the watch), so a change is seen as
-the server sends it; the attempt then reports the last state and the runner's loop tries again.
+the server sends it; the attempt then reports the last state and the runner begins the next at
+once (``WATCHES``: no backoff sleep after a watch, so no window where a change goes unwatched).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def spec_of(segments: tuple[str, ...], options: K8sOptions) -> Spec:
 
 class K8sCheck(Check):
     OPTION_NAMES = frozenset({"selector", "condition", "json", "exists", "min", "context"})
+    WATCHES = True  # an attempt ends when its watch does: the next one begins at once
     USAGE = (
         ("k8s:[NAMESPACE/]TYPE/NAME", "rolled out / complete / Ready, as kubectl decides"),
         ("k8s:app/job/migrate", "Job migrate in namespace app has completed"),
