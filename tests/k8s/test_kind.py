@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.k8s import lab
-from tests.k8s.lab import ControlPlane, wait_until
+from tests.k8s.lab import ControlPlane
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]
@@ -436,15 +436,9 @@ def test_api_server_restarted_mid_watch_resumes(own_plane: ControlPlane, tmp_pat
     own_plane.api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "flag"}})
     waiter = Waiter(env, "-t", "90", "k8s:cm/flag#json=data.go==yes")
     running_soon(waiter)
-    # The lab has no restart helper: kill kube-apiserver's process group and start it again
-    # with the same arguments.
-    proc = own_plane._procs["kube-apiserver"]
-    argv = [str(a) for a in proc.args]  # type: ignore[union-attr]
-    lab._kill_group(own_plane._procs.pop("kube-apiserver"))
-    time.sleep(1.5)
-    assert waiter.running()
-    own_plane._spawn("kube-apiserver", argv)
-    wait_until("kube-apiserver back", own_plane._readyz, timeout=120)
+    with own_plane.apiserver_down():
+        time.sleep(1.5)
+        assert waiter.running()
     own_plane.api.patch("/api/v1/namespaces/default/configmaps/flag", {"data": {"go": "yes"}})
     code, out = waiter.result()
     assert code == 0, out
