@@ -135,6 +135,10 @@ def test_a_watching_checks_backoff_counts_from_its_attempts_start(
     monkeypatch.setattr(FakeCheck, "WATCHES", True)
     assert [round(gap) for gap in gaps(fake("watching", "hang"), 1.0)][:2] == [1, 1]  # no sleep
     assert [round(gap) for gap in gaps(fake("failing", DOWN), 5)][:2] == [1, 1]  # its backoff
+    # near the deadline attempts get short: they still wait their backoff, up to the deadline
+    with pytest.raises(WaitTimeout):
+        asyncio.run(run([fake("end", "half")], timeout=2.2, attempt_timeout=1.0, backoff=slow))
+    assert BEHAVIOURS["end"].probes == 3  # at 0, 1 and 2 s; not a burst in the last 0.2 s
 
 
 def test_permanent_failure_stops_everything(fake: MakeTarget) -> None:

@@ -121,10 +121,9 @@ async def run(
             emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
             if once:
                 return
-            delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining())
-            if check.WATCHES:  # the watch itself spaced the attempts
-                delay = max(0.0, delay - (loop.time() - now))
-            await asyncio.sleep(delay)
+            took = loop.time() - now if check.WATCHES else 0.0  # the watch spaced the attempts
+            delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining() + took)
+            await asyncio.sleep(max(0.0, delay - took))
 
     checks = [check_class(target.scheme)(target) for target in targets]
     for check in checks:
