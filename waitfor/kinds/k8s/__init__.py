@@ -272,7 +272,7 @@ class K8sCheck(Check):
             state = {_name(obj): obj for obj in items if isinstance(obj, dict)}
             version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             verdict = judge(state)
-            if verdict.ready or verdict.fatal:
+            if verdict.fatal or verdict.ready != self.inverted:
                 return _outcome(verdict)
             self._doing = ("watch", *scope)
             try:
@@ -289,7 +289,7 @@ class K8sCheck(Check):
                             else:
                                 state[_name(obj)] = obj
                             verdict = judge(state)
-                            if verdict.ready or verdict.fatal:
+                            if verdict.fatal or verdict.ready != self.inverted:
                                 return _outcome(verdict)
                     # the server ended the watch (its timeout, a restart): resume from version
             except TimeoutError:
