@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bench import brokers, plots
+from bench import brokers, k8s, plots
 from bench.scenarios import (
     DataStores,
     Postgres,
@@ -43,7 +43,7 @@ from tests.servers import (
 )
 
 OUT = Path("docs/bench")
-SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint", "brokers"]
+SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint", "brokers", "k8s"]
 
 
 def main() -> None:
@@ -85,6 +85,10 @@ def main() -> None:
             section("brokers", lambda: brokers.measure(wf, runs, trials, as_dict))
         else:
             print("bench: brokers skipped (RabbitMQ, Mosquitto or NATS missing)", file=sys.stderr)
+        if k8s.available():
+            section("k8s", lambda: k8s.measure(wf, runs, trials, as_dict))
+        else:
+            print("bench: k8s skipped (no lab: run scripts/k8s-lab-build)", file=sys.stderr)
     finally:
         postgres.close()
         stores.close()

@@ -19,7 +19,8 @@ from waitfor.targets import Target
 @dataclass
 class Behaviour:
     """Outcomes to return in turn (the last repeats); "hang" awaits forever, "greeting" too but
-    says it waits for a greeting, "late" answers after its budget has run out."""
+    says it waits for a greeting, "late" answers after its budget has run out, "half" is not
+    ready after half its budget."""
 
     outcomes: list[Outcome | str]
     probes: int = 0
@@ -45,6 +46,9 @@ class FakeCheck(Check[Options]):
         if outcome == "greeting":
             with waiting_on(lambda waited: f"no greeting after {waited:.1f}s"):
                 await asyncio.Event().wait()
+        if outcome == "half":  # watches for half its budget (a k8s: attempt), then not ready
+            await asyncio.sleep(deadline.budget / 2)
+            return Outcome.down("watched")
         if outcome == "late":  # answers only after its budget, blocking so nothing can cancel it
             time.sleep(deadline.left() + 0.02)  # noqa: ASYNC251 - blocking is the point
             return Outcome.down("late answer")

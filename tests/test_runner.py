@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.conftest import FAST
-from tests.fakes import BEHAVIOURS, fake_kind
+from tests.fakes import BEHAVIOURS, FakeCheck, fake_kind
+from waitfor.backoff import Backoff
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.kind import Outcome
 from waitfor.runner import Event, EventType, run
@@ -115,6 +117,39 @@ def test_a_hanging_attempt_puts_the_previous_reason_after_it_not_inside(
     reason = info.value.results[0].reason
     assert reason.startswith("timed out after "), reason
     assert reason.endswith("s; previous attempt: HTTP 503 (expecting 200)"), reason
+
+
+def test_a_watching_checks_backoff_counts_from_its_attempts_start(
+    fake: MakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that watches (k8s:) for its whole attempt is tried again at once: a change
+    landing between two watches would otherwise be seen a backoff delay late. One that fails
+    at once still waits its backoff: the rate stays bounded."""
+    slow = Backoff(initial=1.0, maximum=1.0, jitter=0.0)
+
+    def gaps(target: Target, attempt_timeout: float) -> list[float]:
+        events: list[Event] = []
+        with pytest.raises(WaitTimeout):
+            asyncio.run(
+                run(
+                    [target],
+                    timeout=2.5,
+                    attempt_timeout=attempt_timeout,
+                    backoff=slow,
+                    on_event=events.append,
+                )
+            )
+        began = [e.elapsed for e in events if e.type is EventType.ATTEMPT]
+        return [later - earlier for earlier, later in itertools.pairwise(began)]
+
+    assert [round(gap) for gap in gaps(fake("plain", "hang"), 1.0)] == [2]  # watch, then sleep
+    monkeypatch.setattr(FakeCheck, "WATCHES", True)
+    assert [round(gap) for gap in gaps(fake("watching", "hang"), 1.0)][:2] == [1, 1]  # no sleep
+    assert [round(gap) for gap in gaps(fake("failing", DOWN), 5)][:2] == [1, 1]  # its backoff
+    # near the deadline attempts get short: they still wait their backoff, up to the deadline
+    with pytest.raises(WaitTimeout):
+        asyncio.run(run([fake("end", "half")], timeout=2.2, attempt_timeout=1.0, backoff=slow))
+    assert BEHAVIOURS["end"].probes == 3  # at 0, 1 and 2 s; not a burst in the last 0.2 s
 
 
 def test_permanent_failure_stops_everything(fake: MakeTarget) -> None:

@@ -191,6 +191,11 @@ class Check(ABC, Generic[OptionsT]):
     #: set by the runner when the wait is for "down" (``--invert``), for a kind whose "down" is
     #: not just "not ready" (a Kubernetes object: deleted, whatever its status)
     inverted: bool = False
+    #: an attempt watches for changes for most of its budget (a Kubernetes watch): the runner
+    #: counts the backoff delay from the attempt's start, so a watch that ran its course is
+    #: followed by the next at once (a change is never missed between watches), while an
+    #: attempt that failed at once still waits its backoff
+    WATCHES: ClassVar[bool] = False
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:

@@ -125,9 +125,9 @@ async def run(
             emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
             if once:
                 return
-            await asyncio.sleep(
-                backoff.sleep_before_next(state.attempts, rng.random(), remaining())
-            )
+            took = loop.time() - now if check.WATCHES else 0.0  # the watch spaced the attempts
+            delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining() + took)
+            await asyncio.sleep(max(0.0, delay - took))
 
     checks = [check_class(target.scheme)(target) for target in targets]
     for check in checks:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.k8s import lab
-from tests.k8s.lab import ControlPlane, wait_until
+from tests.k8s.lab import ControlPlane
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]
@@ -254,6 +254,14 @@ CRD: Json = {
 }
 
 
+def ensure_crd(plane: ControlPlane) -> None:
+    """The Certificate CRD, installed once per lab and Established."""
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD['metadata']['name']}"
+    if plane.api.call("GET", path).status == 404:
+        plane.api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+    plane.wait_condition(path, "Established")
+
+
 def test_custom_resource_condition_with_unknown_type_first(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
@@ -265,15 +273,7 @@ def test_custom_resource_condition_with_unknown_type_first(
     code, out = run(env, "-t", "1", "k8s:jbo/x")
     assert "did you mean jobs.batch?" in out
     # no default readiness for a custom type: said at once, exit 2
-    existing = control_plane.api.call(
-        "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD['metadata']['name']}"
-    )
-    if existing.status == 404:
-        control_plane.api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
-    control_plane.wait_condition(
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/certificates.example.com",
-        "Established",
-    )
+    ensure_crd(control_plane)
     waiter = Waiter(env, "-t", "60", "k8s:cert/web#condition=Ready")
     running_soon(waiter)
     path = f"/apis/example.com/v1/namespaces/{namespace}/certificates"
@@ -317,7 +317,7 @@ def test_invert_waits_for_deletion(
     )
     code, out = waiter.result()
     assert code == 0, out
-    assert "still up, exists" in out
+    assert "k8s:job/old is down" in out
 
 
 def test_forbidden_serviceaccount_proceeds_once_the_role_is_bound(
@@ -436,15 +436,165 @@ def test_api_server_restarted_mid_watch_resumes(own_plane: ControlPlane, tmp_pat
     own_plane.api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "flag"}})
     waiter = Waiter(env, "-t", "90", "k8s:cm/flag#json=data.go==yes")
     running_soon(waiter)
-    # The lab has no restart helper: kill kube-apiserver's process group and start it again
-    # with the same arguments.
-    proc = own_plane._procs["kube-apiserver"]
-    argv = [str(a) for a in proc.args]  # type: ignore[union-attr]
-    lab._kill_group(own_plane._procs.pop("kube-apiserver"))
-    time.sleep(1.5)
-    assert waiter.running()
-    own_plane._spawn("kube-apiserver", argv)
-    wait_until("kube-apiserver back", own_plane._readyz, timeout=120)
+    with own_plane.apiserver_down():
+        time.sleep(1.5)
+        assert waiter.running()
     own_plane.api.patch("/api/v1/namespaces/default/configmaps/flag", {"data": {"go": "yes"}})
     code, out = waiter.result()
     assert code == 0, out
+
+
+def test_daemonset_rollout_agrees_with_kubectl_rollout_status(
+    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+) -> None:
+    control_plane.create_node()
+    control_plane.api.create(
+        f"/apis/apps/v1/namespaces/{namespace}/daemonsets",
+        {
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": template({"app": "agent"}),
+            },
+        },
+    )
+    waiter = Waiter(env, "-t", "60", "k8s:ds/agent")
+    running_soon(waiter)
+    code, out = run(env, "-t", "1", "k8s:daemonset.apps/agent")
+    assert code == 124, out
+    assert "0/1 pods available" in out or "0/1" in out, out
+    assert rollout_status(env, "daemonset/agent", "1s") != 0
+    control_plane.make_pods_ready(namespace, "app=agent", count=1)
+    code, out = waiter.result()
+    assert code == 0, out
+    assert rollout_status(env, "daemonset/agent", "10s") == 0
+
+
+def test_replicaset_available_replicas(
+    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+) -> None:
+    control_plane.api.create(
+        f"/apis/apps/v1/namespaces/{namespace}/replicasets",
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "rs"}},
+                "template": template({"app": "rs"}),
+            },
+        },
+    )
+    waiter = Waiter(env, "-t", "60", "k8s:rs/web")
+    running_soon(waiter)
+    control_plane.make_pods_ready(namespace, "app=rs", count=2)
+    code, out = waiter.result()
+    assert code == 0, out
+    assert "2/2" in out, out
+
+
+def rollout_status(env: dict[str, str], what: str, timeout: str) -> int:
+    return subprocess.run(
+        [str(lab.KUBECTL), "rollout", "status", what, f"--timeout={timeout}"],
+        env=env,
+        capture_output=True,
+        text=True,
+    ).returncode
+
+
+#: (waitfor's arguments, kubectl wait's arguments, the verdict both must give); a verdict pair
+#: (waitfor, kubectl) where kubectl 1.20 differs on purpose, said where the row is
+ORACLE_ROWS: list[tuple[list[str], list[str], bool | tuple[bool, bool]]] = [
+    (["k8s:job/done"], ["--for=condition=complete", "job/done"], True),
+    (["k8s:job/running"], ["--for=condition=complete", "job/running"], False),
+    (["k8s:job/failed"], ["--for=condition=complete", "job/failed"], False),
+    (["k8s:job/failed#condition=Failed"], ["--for=condition=failed", "job/failed"], True),
+    (["k8s:job/absent"], ["--for=condition=complete", "job/absent"], False),
+    (["k8s:cert/ok#condition=Ready"], ["--for=condition=Ready", "cert/ok"], True),
+    (["k8s:cert/pending#condition=Ready"], ["--for=condition=Ready", "cert/pending"], False),
+    (
+        ["k8s:cert/pending#condition=Ready=False"],
+        ["--for=condition=Ready=False", "cert/pending"],
+        True,
+    ),
+    (["k8s:cert/bare#condition=Ready"], ["--for=condition=Ready", "cert/bare"], False),
+    (["--invert", "k8s:cm/present"], ["--for=delete", "cm/present"], False),
+    # gone already: deleted. kubectl 1.20 says "no matching resources found" (exit 1); later
+    # kubectl (1.23 on) treats a missing object as deleted, as waitfor does
+    (["--invert", "k8s:cm/absent"], ["--for=delete", "cm/absent"], (True, False)),
+    (["--invert", "k8s:cert/ok"], ["--for=delete", "cert/ok"], False),
+]
+
+
+def test_kubectl_wait_is_the_oracle_row_by_row(
+    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+) -> None:
+    """The same objects, both tools, the same verdict: ready (exit 0) or not within 2 s
+    (waitfor 124, or 2 for a failed Job; kubectl 1: timed out, or NotFound at once)."""
+    for name, phase in (("done", "Succeeded"), ("failed", "Failed"), ("running", None)):
+        create_job(control_plane, namespace, name)
+        if phase:
+            control_plane.make_pods_ready(namespace, f"job={name}", phase=phase, count=1)
+    control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")
+    control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/failed", "Failed")
+    ensure_crd(control_plane)
+    certs = f"/apis/example.com/v1/namespaces/{namespace}/certificates"
+    for name, conditions in (
+        ("ok", [{"type": "Ready", "status": "True"}]),
+        ("pending", [{"type": "Ready", "status": "False", "reason": "NotYetIssued"}]),
+        ("bare", None),
+    ):
+        control_plane.api.create(
+            certs,
+            {"apiVersion": "example.com/v1", "kind": "Certificate", "metadata": {"name": name}},
+        )
+        if conditions:
+            control_plane.api.patch(
+                f"{certs}/{name}/status", {"status": {"conditions": conditions}}
+            )
+    control_plane.api.create(
+        f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "present"}}
+    )
+    disagreements = []
+    for ours, theirs, expected in ORACLE_ROWS:
+        waitfor = subprocess.Popen(
+            [*WAITFOR, "-t", "2", *ours], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        kubectl = subprocess.run(
+            [str(lab.KUBECTL), "wait", *theirs, "--timeout=2s"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        out, _ = waitfor.communicate(timeout=30)
+        assert waitfor.returncode in (0, 2, 124), out
+        assert kubectl.returncode in (0, 1), kubectl.stderr
+        verdicts = (waitfor.returncode == 0, kubectl.returncode == 0)
+        if verdicts != (expected if isinstance(expected, tuple) else (expected, expected)):
+            row = (" ".join(ours), *verdicts, out.decode()[-300:], kubectl.stderr[-300:])
+            disagreements.append(row)
+    assert disagreements == []
+
+
+def test_for_delete_and_invert_both_see_the_deletion(
+    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+) -> None:
+    control_plane.api.create(
+        f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "doomed"}}
+    )
+    # a long attempt: the deletion is seen by the watch, not at the end of an attempt
+    waiter = Waiter(env, "-t", "60", "--attempt-timeout", "30s", "--invert", "k8s:cm/doomed")
+    kubectl = subprocess.Popen(
+        [str(lab.KUBECTL), "wait", "--for=delete", "cm/doomed", "--timeout=60s"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    running_soon(waiter)
+    assert kubectl.poll() is None
+    control_plane.api.call("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/doomed")
+    deleted = time.monotonic()
+    code, out = waiter.result()
+    assert code == 0, out
+    assert time.monotonic() - deleted < 10  # before: at the attempt's end, 29 s later
+    assert kubectl.wait(timeout=60) == 0

@@ -12,7 +12,8 @@ which also override a type's default. With ``--invert`` the wait is for deletion
 
 An attempt lists the object(s), then watches from that resourceVersion for the rest of its
 budget (relisting on 410 Gone, resuming when the server ends the watch), so a change is seen as
-the server sends it; the attempt then reports the last state and the runner's loop tries again.
+the server sends it; the attempt then reports the last state and the runner begins the next at
+once (``WATCHES``: no backoff sleep after a watch, so no window where a change goes unwatched).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def spec_of(segments: tuple[str, ...], options: K8sOptions) -> Spec:
 
 class K8sCheck(Check[K8sOptions]):
     OPTION_NAMES = frozenset({"selector", "condition", "json", "exists", "min", "context"})
+    WATCHES = True  # an attempt ends when its watch does: the next one begins at once
     USAGE = (
         ("k8s:[NAMESPACE/]TYPE/NAME", "rolled out / complete / Ready, as kubectl decides"),
         ("k8s:app/job/migrate", "Job migrate in namespace app has completed"),
@@ -269,7 +271,7 @@ class K8sCheck(Check[K8sOptions]):
             state = {_name(obj): obj for obj in items if isinstance(obj, dict)}
             version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             verdict = judge(state)
-            if verdict.ready or verdict.fatal:
+            if verdict.fatal or verdict.ready != self.inverted:
                 return _outcome(verdict)
             self._doing = ("watch", *scope)
             try:
@@ -286,7 +288,7 @@ class K8sCheck(Check[K8sOptions]):
                             else:
                                 state[_name(obj)] = obj
                             verdict = judge(state)
-                            if verdict.ready or verdict.fatal:
+                            if verdict.fatal or verdict.ready != self.inverted:
                                 return _outcome(verdict)
                     # the server ended the watch (its timeout, a restart): resume from version
             except TimeoutError:

@@ -52,7 +52,9 @@ GROUP_HINTS = {
 }
 _VERSION = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?")
 _USER = re.compile(r'User "([^"\x00-\x1f]{1,200})"')
-MAX_OFFERED = 500  # characters of the "server offers" list in a reason
+#: characters of the "server offers" list in a reason: the whole reason must fit in the report's
+#: line (waitfor.sanitize.MAX_LENGTH, 400), which would cut it anywhere
+MAX_OFFERED = 280
 
 
 class Resource(Value):
@@ -297,11 +299,15 @@ class Api:
                     names.setdefault(alias, resource)
         close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
         hint = ", ".join(dict.fromkeys(names[alias].qualified for alias in close))
+        # the types with short names first: the ones people type (deploy, svc, cm, ...)
+        offered = sorted(
+            dict.fromkeys(names.values()), key=lambda r: (not r.short_names, r.qualified)
+        )
         listed = []
-        for resource in dict.fromkeys(names.values()):
+        for resource in offered:
             short = f" ({', '.join(resource.short_names)})" if resource.short_names else ""
             listed.append(f"{resource.qualified}{short}")
-        text = ", ".join(sorted(listed))
+        text = ", ".join(listed)
         if len(text) > MAX_OFFERED:
             text = text[: MAX_OFFERED - 1].rsplit(", ", 1)[0] + ", …"
         return (f"did you mean {hint}? " if hint else "") + f"the server offers: {text}"
