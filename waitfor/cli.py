@@ -214,6 +214,19 @@ class WaitforCommand(click.Command):
 )
 @click.option("--invert", is_flag=True, help="Wait until the targets are down instead.")
 @click.option(
+    "--stable",
+    type=Duration(),
+    default="0s",
+    help="Ready only after answering ready this long without a failure (a target's #stable= wins).",
+)
+@click.option(
+    "--any",
+    "any_ready",
+    is_flag=True,
+    envvar="WAITFOR_ANY",
+    help="Done as soon as any one target is ready; the others are cancelled.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(OUTPUTS),
@@ -249,6 +262,8 @@ def cli(
     attempt_timeout: float,
     max_interval: float,
     invert: bool,
+    stable: float,
+    any_ready: bool,
     output: str,
     quiet: bool,
     insecure: bool,
@@ -282,6 +297,8 @@ def cli(
         invert=invert,
         backoff=backoff,
         reporter=reporter,
+        stable=stable,
+        any_ready=any_ready,
         defaults=defaults,
     )
     wait.run_sync(guard=signals_cancel)  # all ready at once: no event loop, no asyncio import
