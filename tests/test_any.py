@@ -18,7 +18,7 @@ import pytest
 
 from tests.servers import free_port, http_server, scripted_peer, tcp_listener
 from waitfor import api
-from waitfor.errors import WaitTimeout
+from waitfor.errors import UsageError, WaitTimeout
 
 
 def waitfor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -152,7 +152,7 @@ def test_any_with_stable_waits_for_one_to_stay_ready() -> None:
 
 
 def test_bad_any_values() -> None:
-    with pytest.raises(api.UsageError):
+    with pytest.raises(UsageError):
         api.Wait("tcp://a:1", any_ready="yes")  # type: ignore[arg-type]
     result = waitfor("tcp://a:1", env={"WAITFOR_ANY": "maybe"})
     assert result.returncode == 2
