@@ -205,7 +205,7 @@ def _option_secrets(pairs: list[tuple[str, str]]) -> set[str]:
             header_value = value.partition(":")[2].strip()
             if header_value:  # X-Api-Key, X-Vault-Token: any header may carry a credential
                 secrets.add(header_value)
-        elif redaction.is_secret_name(key) and value:
+        elif (key in redaction.BODY_OPTIONS or redaction.is_secret_name(key)) and value:
             secrets.add(value)
     return secrets
 
