@@ -249,6 +249,15 @@ class WaitforCommand(click.Command):
     help="TLS targets (https, grpcs, rediss, amqps, ...): trust this CA bundle (PEM).",
 )
 @click.option(
+    "--cert",
+    help="TLS targets: client certificate (PEM) for servers that require one (mutual TLS).",
+)
+@click.option("--key", help="TLS targets: the client certificate's private key (PEM).")
+@click.option(
+    "--key-password",
+    help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
+)
+@click.option(
     "--resolv-conf",
     type=click.Path(exists=True, dir_okay=False),
     help="dns: resolver configuration to use instead of /etc/resolv.conf.",
@@ -268,6 +277,9 @@ def cli(
     quiet: bool,
     insecure: bool,
     cacert: str | None,
+    cert: str | None,
+    key: str | None,
+    key_password: str | None,
     resolv_conf: str | None,
 ) -> None:
     """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
@@ -288,6 +300,10 @@ def cli(
         defaults["cacert"] = cacert
     if resolv_conf:
         defaults["resolv_conf"] = resolv_conf
+    # client_key: key's other name, as redis's key=NAME is a key, not a file
+    for name, value in (("cert", cert), ("client_key", key), ("key_password", key_password)):
+        if value is not None:
+            defaults[name] = value
     backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
     reporter = make_reporter("quiet" if quiet else output, sys.stderr)
     wait = api.Wait(

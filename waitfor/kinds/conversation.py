@@ -50,13 +50,18 @@ class ConversationCheck(Check[OptionsT]):
     TLS_PORTS: ClassVar[Mapping[str, int]] = {}
     #: the ``#mode=`` values, the first the default; () for a kind without modes
     MODES: ClassVar[tuple[str, ...]] = ()
+    #: the TLS client key's option name (None: ``client_key`` only, as ``key`` means another thing)
+    TLS_KEY_OPTION: ClassVar[str | None] = "key"
+    PLAIN_OPTIONS: ClassVar[frozenset[str]] = tls.PLAIN_OPTIONS
 
     @classmethod
     def parse_common(cls, pairs: OptionPairs) -> ConversationOptions:
         """``mode`` and the TLS options, after refusing options the kind does not take."""
         reject_unknown(pairs, cls.OPTION_NAMES)
         mode = choice(pairs, "mode", cls.MODES, cls.MODES[0]) if cls.MODES else ""
-        return ConversationOptions(mode, tls.parse_tls_options(pairs))
+        return ConversationOptions(
+            mode, tls.parse_tls_options(pairs, key_option=cls.TLS_KEY_OPTION)
+        )
 
     @classmethod
     def default_port(cls, scheme: str) -> int:

@@ -75,6 +75,7 @@ class HttpOptions(Value):
 
 
 class HttpCheck(Check[HttpOptions]):
+    PLAIN_OPTIONS = tls.PLAIN_OPTIONS
     OPTION_NAMES = (
         frozenset({"status", "body", "header", "method", "json"})
         | frozenset({"expect_header", "data", "content_type"})
