@@ -160,6 +160,7 @@ class Script:
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
     routes: dict[str, Script] = field(default_factory=dict)  # path -> other answer
+    bodies: list[bytes] = field(default_factory=list)  # each request's body (b"" for none)
 
     def timed_requests(self) -> list[tuple[str, str, dict[str, str], float]]:
         return [(*r, at) for r, at in zip(self.requests, self.arrivals, strict=True)]
@@ -173,6 +174,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         script = self.server.script
         script.requests.append((self.command, self.path, dict(self.headers)))
         script.arrivals.append(time.monotonic())
+        length = int(self.headers.get("Content-Length") or 0)
+        script.bodies.append(self.rfile.read(min(length, 1 << 20)))
         script = script.routes.get(self.path.partition("?")[0], script)
         if script.delay:
             time.sleep(script.delay)
@@ -184,7 +187,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(script.body)
 
-    do_GET = do_HEAD = _answer
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_OPTIONS = _answer
 
     def log_message(self, format: str, *args: object) -> None:
         pass

@@ -48,6 +48,8 @@ class Wait:
         on_event: EventHandler | None = None,
         reporter: Reporter | None = None,
         defaults: Mapping[str, str | bool] | None = None,
+        stable: float | str = 0.0,
+        any_ready: bool = False,
         log: bool = False,
     ) -> None:
         self.targets = _targets(targets, _defaults(defaults))
@@ -57,6 +59,10 @@ class Wait:
         if not isinstance(invert, bool):
             raise UsageError(f"invert must be True or False, not {type(invert).__name__}")
         self.invert = invert
+        self.stable = _seconds(stable, "stable", zero=True)
+        if not isinstance(any_ready, bool):
+            raise UsageError(f"any_ready must be True or False, not {type(any_ready).__name__}")
+        self.any_ready = any_ready
         self.backoff = _backoff(backoff)
         if on_event is not None and not callable(on_event):
             raise UsageError(f"on_event must be callable, not {type(on_event).__name__}")
@@ -79,8 +85,8 @@ class Wait:
         from waitfor import quickstart
 
         started = self._begin()
-        if self.invert:
-            return None
+        if self.invert or self.any_ready or any(self._stable(t) for t in self.targets):
+            return None  # "ready now" is not stable yet; --any reports as the runner does
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
         results = quickstart.all_ready_now(
             self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
@@ -106,6 +112,8 @@ class Wait:
                 spent=self.spent,
                 first_began=self.quick,
                 once=self.once,
+                stable=self.stable,
+                any_ready=self.any_ready,
             )
         except WaitTimeout as exc:
             if self.reporter is not None:
@@ -142,6 +150,9 @@ class Wait:
             running.close()
             raise
 
+    def _stable(self, target: Target) -> float:
+        return self.stable if target.stable is None else target.stable
+
     def _begin(self) -> float:
         if self.started is None:
             self.started = time.monotonic()
@@ -167,6 +178,8 @@ async def wait_for_async(
     on_event: EventHandler | None = None,
     reporter: Reporter | None = None,
     defaults: Mapping[str, str | bool] | None = None,
+    stable: float | str = 0.0,
+    any_ready: bool = False,
 ) -> list[TargetResult]:
     wait = Wait(
         *targets,
@@ -177,6 +190,8 @@ async def wait_for_async(
         on_event=on_event,
         reporter=reporter,
         defaults=defaults,
+        stable=stable,
+        any_ready=any_ready,
         log=True,
     )
     return await wait.run()
@@ -191,6 +206,8 @@ def wait_for(
     on_event: EventHandler | None = None,
     reporter: Reporter | None = None,
     defaults: Mapping[str, str | bool] | None = None,
+    stable: float | str = 0.0,
+    any_ready: bool = False,
 ) -> list[TargetResult]:
     if _in_event_loop():
         raise UsageError(
@@ -206,6 +223,8 @@ def wait_for(
         on_event=on_event,
         reporter=reporter,
         defaults=defaults,
+        stable=stable,
+        any_ready=any_ready,
         log=True,
     )
     return wait.run_sync()
@@ -226,6 +245,10 @@ Parameters:
     defaults: option values applied to every target whose kind takes them and that does
         not set them itself, as the CLI's ``--insecure``/``--cacert`` do
         (``{"insecure": True}``); a name no kind takes is refused.
+    stable: seconds or a duration a target must keep answering ready (every attempt, a
+        failure starts again) before it counts; a target's own ``#stable=`` wins. 0: at once.
+    any_ready: done as soon as any one target is ready (the others are cancelled); raises
+        WaitTimeout only when none was. Every target's result says which were.
 
 Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
 INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application

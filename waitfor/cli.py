@@ -214,6 +214,19 @@ class WaitforCommand(click.Command):
 )
 @click.option("--invert", is_flag=True, help="Wait until the targets are down instead.")
 @click.option(
+    "--stable",
+    type=Duration(),
+    default="0s",
+    help="Ready only after answering ready this long without a failure (a target's #stable= wins).",
+)
+@click.option(
+    "--any",
+    "any_ready",
+    is_flag=True,
+    envvar="WAITFOR_ANY",
+    help="Done as soon as any one target is ready; the others are cancelled.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(OUTPUTS),
@@ -234,6 +247,15 @@ class WaitforCommand(click.Command):
     "--cacert",
     type=click.Path(exists=True, dir_okay=False),
     help="TLS targets (https, grpcs, rediss, amqps, ...): trust this CA bundle (PEM).",
+)
+@click.option(
+    "--cert",
+    help="TLS targets: client certificate (PEM) for servers that require one (mutual TLS).",
+)
+@click.option("--key", help="TLS targets: the client certificate's private key (PEM).")
+@click.option(
+    "--key-password",
+    help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
 )
 @click.option(
     "--resolv-conf",
@@ -265,10 +287,15 @@ def cli(
     attempt_timeout: float,
     max_interval: float,
     invert: bool,
+    stable: float,
+    any_ready: bool,
     output: str,
     quiet: bool,
     insecure: bool,
     cacert: str | None,
+    cert: str | None,
+    key: str | None,
+    key_password: str | None,
     resolv_conf: str | None,
     termination_log: str | None,
     events: bool,
@@ -293,6 +320,10 @@ def cli(
         defaults["cacert"] = cacert
     if resolv_conf:
         defaults["resolv_conf"] = resolv_conf
+    # client_key: key's other name, as redis's key=NAME is a key, not a file
+    for name, value in (("cert", cert), ("client_key", key), ("key_password", key_password)):
+        if value is not None:
+            defaults[name] = value
     backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
     shown = make_reporter("quiet" if quiet else output, sys.stderr)
     guard: Callable[[], contextlib.AbstractAsyncContextManager[None]] = signals_cancel
@@ -311,6 +342,8 @@ def cli(
         invert=invert,
         backoff=backoff,
         reporter=reporter,
+        stable=stable,
+        any_ready=any_ready,
         defaults=defaults,
     )
     wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import

@@ -48,6 +48,10 @@ def query(raw: str) -> str:
     return "&".join(items)
 
 
+#: options whose value is a request body: it may carry a credential as a header does
+BODY_OPTIONS = frozenset({"data"})
+
+
 def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
     """A raw ``#`` fragment with every header value and secret-named option value masked.
 
@@ -62,7 +66,7 @@ def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
         elif key == "header" and equals:
             header = unquote(value).partition(":")[0].strip()
             items.append(f"{name}={header}:{MASK}")
-        elif equals and is_secret_name(key) and key not in plain:
+        elif equals and (key in BODY_OPTIONS or is_secret_name(key)) and key not in plain:
             items.append(f"{name}={MASK}")
         else:
             items.append(item)

@@ -41,6 +41,7 @@ class _State:
     reason: str = "no attempt finished yet"
     attempt_began: float | None = None  # set while an attempt is in flight
     activity: activity.Activity | None = None  # what the attempt in flight waits on
+    steady_since: float | None = None  # --stable: when its unbroken run of ready answers began
 
 
 async def run(
@@ -55,6 +56,8 @@ async def run(
     spent: float = 0.0,
     first_began: Sequence[float] = (),
     once: bool = False,
+    stable: float = 0.0,
+    any_ready: bool = False,
 ) -> list[TargetResult]:
     """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
 
@@ -65,6 +68,11 @@ async def run(
     attempt, :mod:`waitfor.quickstart`): it counts against the deadline and in elapsed times.
     ``first_began[i]``: when (after the start) target i's synchronous attempt began; its first
     attempt here continues that one and is timed from there.
+
+    ``stable``: seconds a target must keep answering ready (every attempt, probed at the
+    backoff's cap meanwhile) before it counts; a failure starts the window again. A target's
+    own ``#stable=`` wins. ``any_ready``: done when any one target is ready; the others are
+    cancelled (WaitTimeout only when none was).
     """
     loop = asyncio.get_running_loop()
     start = loop.time() - spent
@@ -116,11 +124,32 @@ async def run(
             if outcome.permanent:
                 emit(Event(EventType.FAILED, target, state.attempts, elapsed(), reason))
                 raise CheckFailed(str(target), reason)
+            hold = stable if target.stable is None else target.stable
+            if outcome.ready != invert and hold > 0:
+                now = loop.time()
+                if state.steady_since is None:
+                    state.steady_since = now
+                held = now - state.steady_since
+                if held < hold:
+                    # Ready, but not for long enough yet: say so, and look again at the cap.
+                    said = "down" if invert else "ready"
+                    state.reason = f"{said} for {held:.1f}s of {hold:g}s"
+                    state.reason += "" if invert else f" ({reason})"
+                    steady = Event(
+                        EventType.NOT_READY, target, state.attempts, elapsed(), state.reason
+                    )
+                    emit(steady)
+                    if once:
+                        return
+                    pause = min(backoff.delay(64, rng.random()), hold - held, remaining())
+                    await asyncio.sleep(max(pause, 0.0))
+                    continue
             if outcome.ready != invert:
                 state.ready_at = elapsed()
                 state.reason = reason  # what showed it ready (inverted: what showed it down)
                 emit(Event(EventType.READY, target, state.attempts, state.ready_at, state.reason))
                 return
+            state.steady_since = None  # a failure: the window starts again
             state.reason = f"still up, {reason}" if invert else reason
             emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
             if once:
@@ -139,10 +168,16 @@ async def run(
     ]
     try:
         async with asyncio.timeout_at(deadline):
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            task.result()  # re-raises a CheckFailed
-        if once and any(state.ready_at is None for state in states):
+            if any_ready:
+                await _first_ready(tasks, states)
+            else:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    task.result()  # re-raises a CheckFailed
+        if any_ready:
+            if all(state.ready_at is None for state in states):
+                raise TimeoutError
+        elif once and any(state.ready_at is None for state in states):
             raise TimeoutError
     except TimeoutError:
         now = elapsed()
@@ -160,6 +195,17 @@ async def run(
         for check in checks:
             await check.aclose()
     return _results(states, elapsed())
+
+
+async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_State]) -> None:
+    """Until one target is ready (or every loop has ended: ``once``); a CheckFailed re-raised."""
+    pending = set(tasks)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+        if any(state.ready_at is not None for state in states):
+            return
 
 
 def _in_flight_reason(state: _State, now: float) -> str:

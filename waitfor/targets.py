@@ -22,6 +22,8 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 NAMESPACE_PLACEHOLDER = "{namespace}"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#: options every kind takes, handled by the runner: taken out before the kind's parse_options
+GENERIC_OPTIONS = frozenset({"stable"})
 
 
 class Target(Value):
@@ -38,6 +40,8 @@ class Target(Value):
     #: built without them), tests assert they never appear
     secrets: frozenset[str] = frozenset()
     params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
+    #: ``#stable=DURATION``: seconds it must stay ready; None: the wait's own (``--stable``)
+    stable: float | None = None
     _uncompared = ("secrets",)
 
     def __str__(self) -> str:
@@ -124,6 +128,8 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
             raise ValueError("contains control characters once percent-decoded")
         options_shown = redaction.options(fragment, cls.PLAIN_OPTIONS)
         shown = parsed.display + (f"#{options_shown}" if fragment else "")
+        stable = _stable([v for k, v in pairs if k == "stable"])
+        pairs = [(k, v) for k, v in pairs if k not in GENERIC_OPTIONS]
         given = {k for k, _ in pairs}
         for key, value in (defaults or {}).items():
             if key in cls.OPTION_NAMES and key not in given:
@@ -145,7 +151,22 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         display=display,
         secrets=frozenset(secrets),
         params=parsed.params,
+        stable=stable,
     )
+
+
+def _stable(values: list[str]) -> float | None:
+    """``#stable=DURATION``: how long the target must stay ready (0: ready at once)."""
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ValueError("option 'stable' given more than once")
+    from waitfor.durations import parse_duration
+
+    try:
+        return parse_duration(values[0])
+    except ValueError as exc:
+        raise ValueError(f"stable: {exc}") from None
 
 
 def pod_namespace() -> str:
@@ -184,7 +205,7 @@ def _option_secrets(pairs: list[tuple[str, str]]) -> set[str]:
             header_value = value.partition(":")[2].strip()
             if header_value:  # X-Api-Key, X-Vault-Token: any header may carry a credential
                 secrets.add(header_value)
-        elif redaction.is_secret_name(key) and value:
+        elif (key in redaction.BODY_OPTIONS or redaction.is_secret_name(key)) and value:
             secrets.add(value)
     return secrets
 

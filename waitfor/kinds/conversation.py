@@ -55,13 +55,18 @@ class ConversationCheck(Check[OptionsT]):
     MODES: ClassVar[tuple[str, ...]] = ()
     #: what most conversation kinds take; a kind with options of its own adds them
     OPTION_NAMES = frozenset({"mode"}) | tls.OPTION_NAMES
+    #: the TLS client key's option name (None: ``client_key`` only, as ``key`` means another thing)
+    TLS_KEY_OPTION: ClassVar[str | None] = "key"
+    PLAIN_OPTIONS: ClassVar[frozenset[str]] = tls.PLAIN_OPTIONS
 
     @classmethod
     def parse_common(cls, pairs: OptionPairs) -> ConversationOptions:
         """``mode`` and the TLS options, after refusing options the kind does not take."""
         reject_unknown(pairs, cls.OPTION_NAMES)
         mode = choice(pairs, "mode", cls.MODES, cls.MODES[0]) if cls.MODES else ""
-        return ConversationOptions(mode, tls.parse_tls_options(pairs))
+        return ConversationOptions(
+            mode, tls.parse_tls_options(pairs, key_option=cls.TLS_KEY_OPTION)
+        )
 
     @classmethod
     def default_port(cls, scheme: str) -> int:

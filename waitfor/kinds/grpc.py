@@ -71,6 +71,7 @@ class GrpcCheck(Check[GrpcOptions]):
         ("grpc://HOST:PORT", "the gRPC health service answers SERVING"),
         ("grpcs://HOST:PORT#service=NAME&cacert=ca.pem", "the same over TLS, for one service"),
     )
+    PLAIN_OPTIONS = tls.PLAIN_OPTIONS
     OPTION_NAMES = frozenset({"service", "authority"}) | tls.OPTION_NAMES
 
     @classmethod

@@ -26,26 +26,65 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     import ssl
 
-#: the TLS options every kind that speaks TLS takes
-OPTION_NAMES = frozenset({"cacert", "insecure"})
+#: the TLS options every kind that speaks TLS takes: ``client_key`` is ``key``'s other name (the
+#: global ``--key``, and the only one for a kind whose ``key`` means something else: redis)
+OPTION_NAMES = frozenset({"cacert", "insecure", "cert", "key", "client_key", "key_password"})
+#: of those, named like secrets but file names: shown, and quoted in errors
+PLAIN_OPTIONS = frozenset({"key", "client_key"})
 
 
 class TlsOptions(Value):
     insecure: bool = False
     cacert: str | None = None
+    cert: str | None = None  # client certificate (PEM), for servers that ask for one
+    key: str | None = None  # its private key, when not in the certificate's file
+    key_password: str | None = None  # the key's passphrase: a secret
+    _uncompared = ("key_password",)
+
+    def __repr__(self) -> str:  # the passphrase is never shown, not even in a traceback
+        hidden = "***" if self.key_password is not None else None
+        return (
+            f"TlsOptions(insecure={self.insecure!r}, cacert={self.cacert!r}, "
+            f"cert={self.cert!r}, key={self.key!r}, key_password={hidden!r})"
+        )
 
 
-def parse_tls_options(pairs: OptionPairs) -> TlsOptions:
-    """``cacert`` and ``insecure``; a CA file that cannot be used is refused now (exit 2)."""
+def parse_tls_options(pairs: OptionPairs, *, key_option: str | None = "key") -> TlsOptions:
+    """The TLS options; a CA, certificate or key file that cannot be used is refused now (exit 2).
+
+    ``key_option``: what this kind calls the client key (None: only ``client_key``).
+    """
     cacert = single(pairs, "cacert")
+    cert = single(pairs, "cert")
+    keys = [name for name in (key_option, "client_key") if name and single(pairs, name)]
+    if len(keys) > 1:
+        raise ValueError(f"give the client key once: {' or '.join(keys)}")
+    key = single(pairs, keys[0]) if keys else None
+    password = single(pairs, "key_password")
+    if cert == "" or key == "":
+        raise ValueError("cert and key need a file name")
+    if key is not None and cert is None:
+        raise ValueError("a client key needs its certificate: cert=FILE")
+    if password is not None and cert is None:
+        raise ValueError("key-password needs a client certificate and key: cert=FILE&key=FILE")
+    options = TlsOptions(flag(pairs, "insecure"), cacert, cert, key, password)
     if cacert is not None:
         client_context(cafile=cacert)
-    return TlsOptions(insecure=flag(pairs, "insecure"), cacert=cacert)
+    if cert is not None:  # read now: a wrong passphrase or file is exit 2, not a retry
+        client_context_for(options)
+    return options
 
 
 def client_context_for(options: TlsOptions, *, alpn: tuple[str, ...] = ()) -> ssl.SSLContext:
     """The context a target's TLS options ask for."""
-    return client_context(verify=not options.insecure, cafile=options.cacert, alpn=alpn)
+    return client_context(
+        verify=not options.insecure,
+        cafile=options.cacert,
+        certfile=options.cert,
+        keyfile=options.key,
+        password=options.key_password,
+        alpn=alpn,
+    )
 
 
 class TlsFileError(ValueError):
@@ -61,6 +100,7 @@ def client_context(
     keyfile: str | None = None,
     what: tuple[str, str, str] = ("cacert", "certificate", "key"),
     alpn: tuple[str, ...] = (),
+    password: str | None = None,
 ) -> ssl.SSLContext:
     """A client context; ``cafile=None`` trusts the system's CAs. Raise TlsFileError for bad files.
 
@@ -72,7 +112,25 @@ def client_context(
     """
     if not verify:
         cafile, check_hostname = None, False
-    return _cached_context(verify, cafile, check_hostname, certfile, keyfile, what, alpn)
+    return _cached_context(
+        verify, cafile, check_hostname, certfile, keyfile, what, alpn, _Secret(password)
+    )
+
+
+class _Secret:
+    """A passphrase as a cache key: compared by value, never shown."""
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Secret) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return "_Secret(***)"
 
 
 @cache
@@ -84,6 +142,7 @@ def _cached_context(
     keyfile: str | None,
     what: tuple[str, str, str],
     alpn: tuple[str, ...] = (),
+    password: _Secret | None = None,
 ) -> ssl.SSLContext:
     import ssl
 
@@ -105,10 +164,16 @@ def _cached_context(
         _check_file(certfile, what[1])
         if keyfile is not None:
             _check_file(keyfile, what[2])
+        given = password.value if password is not None else None
+        name = f"{what[1]} {certfile!r}" + (f" / {what[2]} {keyfile!r}" if keyfile else "")
         try:
-            context.load_cert_chain(certfile, keyfile)
+            # Never OpenSSL's own prompt on the terminal: no passphrase given is an empty one.
+            context.load_cert_chain(certfile, keyfile, password=lambda: (given or "").encode())
         except (ssl.SSLError, OSError) as exc:
-            name = f"{what[1]} {certfile!r}" + (f" / {what[2]} {keyfile!r}" if keyfile else "")
+            mismatch = isinstance(exc, ssl.SSLError) and exc.reason == "KEY_VALUES_MISMATCH"
+            if not mismatch and _encrypted(keyfile or certfile):
+                problem = "wrong key-password" if given else "encrypted: give key-password="
+                raise TlsFileError(f"{name}: the private key is {problem}") from None
             raise TlsFileError(
                 f"{name}: not a usable PEM certificate and private key ({_reason(exc)})"
             ) from None
@@ -126,6 +191,16 @@ def plaintext_only_context() -> ssl.SSLContext:
     import ssl
 
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _encrypted(path: str) -> bool:
+    """Whether a PEM file holds an encrypted private key (PKCS#8 or the traditional form)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(1 << 20)
+    except OSError:
+        return False
+    return b"ENCRYPTED PRIVATE KEY" in head or b"Proc-Type: 4,ENCRYPTED" in head
 
 
 def _check_file(path: str, what: str) -> None:

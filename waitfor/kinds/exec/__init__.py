@@ -3,7 +3,8 @@
 ``exec:COMMAND ARG...`` is split into words the way a POSIX shell splits them (quotes and
 backslashes), but no shell runs it. Each attempt starts the command in a process group of its
 own, with no standard input, and reads its standard output and error together; the last line
-is the reason. An attempt that outlives its budget is killed with its whole process group, and so
+is the reason. ``#stdout=RE2``: exit 0 is ready only when the first 64 KiB of standard output
+(alone) match. An attempt that outlives its budget is killed with its whole process group, and so
 is anything the command left running in its group after exiting: a check leaves nothing behind.
 
 Secrets do not belong on a command line (``ps`` shows it to every user): pass them in the
@@ -18,9 +19,13 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from waitfor.kind import Address, Check, Options, Outcome
+from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
 from waitfor.redaction import MASK, is_secret_name, userinfo
 from waitfor.urlsplit import urlsplit
+from waitfor.values import Value
+
+if TYPE_CHECKING:
+    from waitfor.patterns import Pattern
 
 if TYPE_CHECKING:
     from waitfor.deadline import Deadline
@@ -30,10 +35,29 @@ _HOLE = "WAITFORHIDDENVALUE"
 _OPTION = re.compile(r"-{0,2}([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
 
 
-class ExecCheck(Check[Options]):
+class ExecOptions(Value):
+    stdout: Pattern | None = None  # exit 0 counts only if the first 64 KiB of stdout match
+
+
+class ExecCheck(Check[ExecOptions]):
+    OPTION_NAMES = frozenset({"stdout"})
     USAGE = (
         ("exec:COMMAND ARG...", "the command exits 0 (no shell; killed at the attempt timeout)"),
+        ("exec:COMMAND ARG...#stdout=RE2", "exits 0 and its stdout (first 64 KiB) matches"),
     )
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> ExecOptions:
+        reject_unknown(pairs, cls.OPTION_NAMES)
+        pattern = single(pairs, "stdout")
+        if pattern is None:
+            return ExecOptions()
+        from waitfor.patterns import compile_pattern
+
+        try:
+            return ExecOptions(compile_pattern(pattern))
+        except ValueError as exc:
+            raise ValueError(f"stdout {exc}") from None
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
@@ -63,7 +87,7 @@ class ExecCheck(Check[Options]):
         # The reason quotes the command's output: a secret it prints is removed, with its
         # control characters, where every reason is (waitfor.sanitize).
         left = deadline.left()
-        return await run_command(argv, max(left - 0.05, left * 0.9))
+        return await run_command(argv, max(left - 0.05, left * 0.9), self.options.stdout)
 
 
 def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:

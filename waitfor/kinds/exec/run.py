@@ -20,13 +20,19 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome
+
+if TYPE_CHECKING:
+    from waitfor.patterns import Pattern
 
 #: the reason quotes at most this much of the command's last line
 LINE_LIMIT = 200
 #: output kept from the end (the last line is all that is shown)
 TAIL_BYTES = 4096
+#: stdout kept from the start for a ``stdout=`` pattern
+HEAD_BYTES = 64 * 1024
 #: how long to drain the output after the process group is gone
 DRAIN_SECONDS = 0.5
 #: how often to look for the exit where pidfds are not available
@@ -36,7 +42,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _UNREAPED: list[subprocess.Popen[bytes]] = []
 
 
-async def run_command(argv: Sequence[str], budget: float) -> Outcome:
+async def run_command(argv: Sequence[str], budget: float, stdout: Pattern | None = None) -> Outcome:
+    """Run once; ``stdout``: exit 0 is ready only if the first HEAD_BYTES of stdout match."""
     _UNREAPED[:] = [process for process in _UNREAPED if process.poll() is None]
     started = time.monotonic()
     try:
@@ -45,7 +52,8 @@ async def run_command(argv: Sequence[str], budget: float) -> Outcome:
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            # apart only when stdout alone is matched: the reason's last line is either's
+            stderr=subprocess.PIPE if stdout is not None else subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed as one
         )
     except FileNotFoundError:
@@ -77,6 +85,10 @@ async def run_command(argv: Sequence[str], budget: float) -> Outcome:
         ran = time.monotonic() - started
         return Outcome.down(f"still running after {ran:.1f}s, killed{said}")
     code = process.returncode
+    if code == 0 and stdout is not None:
+        if not await stdout.search(bytes(watch.head)):
+            return Outcome.down(f"exit 0 but stdout does not match {stdout.pattern!r}{said}")
+        return Outcome.up(f"exit 0, stdout matches{said}")
     if code == 0:
         return Outcome.up(f"exit 0{said}")
     if code is not None and code < 0:
@@ -104,11 +116,16 @@ class _Watch:
         self.loop = asyncio.get_running_loop()
         self.process = process
         self.tail = bytearray()
+        self.head = bytearray()  # the first HEAD_BYTES of stdout
         self.exited = asyncio.Event()
         self.closed = asyncio.Event()
         self.output = process.stdout.fileno()
-        os.set_blocking(self.output, False)
-        self.loop.add_reader(self.output, self._read)
+        self.open = {self.output}
+        if process.stderr is not None:
+            self.open.add(process.stderr.fileno())
+        for fd in self.open:
+            os.set_blocking(fd, False)
+            self.loop.add_reader(fd, self._read, fd)
         self.poller: asyncio.TimerHandle | None = None
         self.pidfd: int | None = None
         try:
@@ -118,17 +135,21 @@ class _Watch:
         else:
             self.loop.add_reader(self.pidfd, self._poll)
 
-    def _read(self) -> None:
+    def _read(self, fd: int) -> None:
         try:
-            data = os.read(self.output, 65536)
+            data = os.read(fd, 65536)
         except BlockingIOError:
             return
         except OSError:
             data = b""
         if not data:
-            self.loop.remove_reader(self.output)
-            self.closed.set()
+            self.loop.remove_reader(fd)
+            self.open.discard(fd)
+            if not self.open:
+                self.closed.set()
             return
+        if fd == self.output and len(self.head) < HEAD_BYTES:
+            self.head += data[: HEAD_BYTES - len(self.head)]
         self.tail += data
         del self.tail[:-TAIL_BYTES]
 
@@ -143,6 +164,9 @@ class _Watch:
     def close(self) -> None:
         """Stop watching and release everything; the group has been killed."""
         self.loop.remove_reader(self.output)
+        if self.process.stderr is not None:
+            self.loop.remove_reader(self.process.stderr.fileno())
+            self.process.stderr.close()
         if self.poller is not None:
             self.poller.cancel()
         if self.pidfd is not None:

@@ -5,8 +5,12 @@ followed (up to 10); a redirect to another host is not followed and its 3xx stat
 as the kubelet does. At most 64 KiB of body is read, and only when a ``body`` regex or a ``json``
 expectation must hold:
 64 KiB off the wire and 64 KiB after each Content-Encoding layer, so a gzip bomb stays small.
-TLS is verified by default; ``cacert=FILE`` trusts a private CA and ``insecure`` skips verification.
-Like the kubelet, probes ignore proxy environment variables and never reuse connections.
+``expect-header=Name`` / ``Name:RE2`` (repeatable) must hold of the answer's headers (a value is
+never quoted: it may be a cookie); ``data=`` sends a percent-encoded body (POST unless
+``method=`` says PUT, PATCH or OPTIONS; ``content-type=``, else curl's form default), hidden as a
+header value is. TLS is verified by default; ``cacert=FILE`` trusts a private CA and
+``insecure`` skips verification. Like the kubelet, probes ignore proxy environment variables
+and never reuse connections.
 
 Whatever a server answers is at worst "not ready" with a reason, never a configuration error: an
 unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a malformed Location
@@ -50,7 +54,9 @@ BODY_LIMIT = 64 * 1024
 MAX_REDIRECTS = 10
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
-_METHODS = ("GET", "HEAD")
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "OPTIONS")
+#: what a ``data=`` body is sent as unless ``content-type=`` says otherwise (curl's -d default)
+DEFAULT_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
 class HttpOptions(Value):
@@ -60,6 +66,9 @@ class HttpOptions(Value):
     method: str = "GET"
     tls: tls.TlsOptions = tls.TlsOptions()
     json: tuple[expect.JsonExpectation, ...] = ()
+    #: ``expect-header=Name[:RE2]``: (name, pattern or None for "present"), all must hold
+    expect_headers: tuple[tuple[str, Pattern | None], ...] = ()
+    data: bytes | None = None  # the request body
 
     def accepts(self, status: int) -> bool:
         return any(low <= status <= high for low, high in self.statuses)
@@ -69,10 +78,20 @@ class HttpOptions(Value):
 
 
 class HttpCheck(Check[HttpOptions]):
-    OPTION_NAMES = frozenset({"status", "body", "header", "method", "json"}) | tls.OPTION_NAMES
+    PLAIN_OPTIONS = tls.PLAIN_OPTIONS
+    OPTION_NAMES = (
+        frozenset({"status", "body", "header", "method", "json"})
+        | frozenset({"expect_header", "data", "content_type"})
+        | tls.OPTION_NAMES
+    )
     USAGE = (
         ("http://HOST[:PORT]/PATH", "status 200-399, like the kubelet's httpGet probe"),
         ("https://HOST/PATH#status=200,204&body=ok&header=X-Probe:%20yes&cacert=ca.pem", ""),
+        (
+            "https://HOST/PATH#method=POST&data=TEXT&content-type=TYPE&expect-header=NAME:RE2"
+            "&cert=FILE&key=FILE",
+            "",
+        ),
         ("http+unix://%2Fpath%2Fto.sock/PATH", "as http://, over a Unix socket"),
     )
 
@@ -87,16 +106,29 @@ class HttpCheck(Check[HttpOptions]):
         reject_unknown(pairs, cls.OPTION_NAMES)
         status = single(pairs, "status")
         body = single(pairs, "body")
-        method = (single(pairs, "method") or "GET").upper()
+        data = single(pairs, "data")
+        method = (single(pairs, "method") or ("GET" if data is None else "POST")).upper()
         if method not in _METHODS:
-            raise ValueError(f"method must be one of {', '.join(_METHODS)}, not {method!r}")
+            shown = method if len(method) <= 20 else method[:20] + "..."
+            raise ValueError(f"method must be one of {', '.join(_METHODS)}, not {shown!r}")
         expectations = tuple(expect.parse_expectation(v) for k, v in pairs if k == "json")
         if (body is not None or expectations) and method == "HEAD":
-            raise ValueError("a body or json expectation needs method GET")
+            raise ValueError("a body or json expectation needs a method other than HEAD")
+        if data is not None and method in ("GET", "HEAD"):
+            raise ValueError("data (a request body) needs method POST, PUT, PATCH or OPTIONS")
+        headers = [parse_header(v) for k, v in pairs if k == "header"]
+        content_type = single(pairs, "content_type")
+        if content_type is not None or data is not None:
+            if any(name.lower() == "content-type" for name, _ in headers):
+                raise ValueError("give the content type once: content-type= or a header")
+            value = content_type if content_type is not None else DEFAULT_CONTENT_TYPE
+            headers.append(parse_header(f"Content-Type: {value}", secret=False))
         return HttpOptions(
+            expect_headers=tuple(parse_expect_header(v) for k, v in pairs if k == "expect_header"),
+            data=None if data is None else data.encode("utf-8", errors="replace"),
             statuses=parse_statuses(status) if status is not None else HttpOptions.statuses,
             body=_compile(body) if body is not None else None,
-            headers=tuple(parse_header(v) for k, v in pairs if k == "header"),
+            headers=tuple(headers),
             method=method,
             tls=tls.parse_tls_options(pairs),
             json=expectations,
@@ -161,7 +193,9 @@ class HttpCheck(Check[HttpOptions]):
         options = self.options
         for _ in range(MAX_REDIRECTS + 1):
             client = self._client(url.scheme)
-            request = client.build_request(options.method, url, timeout=budget)
+            request = client.build_request(
+                options.method, url, timeout=budget, content=options.data
+            )
             response = await client.send(request, stream=True)
             try:
                 target = response.next_request
@@ -181,6 +215,16 @@ class HttpCheck(Check[HttpOptions]):
         status = response.status_code
         if not options.accepts(status):
             return Outcome.down(f"HTTP {status} (expecting {options.describe_statuses()})")
+        for name, pattern in options.expect_headers:
+            values = response.headers.get_list(name)
+            if not values:
+                return Outcome.down(f"HTTP {status} but no header {name!r}")
+            if pattern is not None and not any(
+                [await pattern.search(value.encode("utf-8", errors="replace")) for value in values]
+            ):
+                return Outcome.down(
+                    f"HTTP {status} but header {name!r} does not match {pattern.pattern!r}"
+                )
         if options.body is None and not options.json:
             return Outcome.up(f"HTTP {status}")
         try:
@@ -332,15 +376,35 @@ def parse_statuses(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
-def parse_header(text: str) -> tuple[str, str]:
+def parse_header(text: str, secret: bool = True) -> tuple[str, str]:
     """``Name: value``; the value is a credential as often as not, so no message quotes it."""
     name, colon, value = text.partition(":")
     name, value = name.strip(), value.strip()
+    if not secret:  # content-type=: the option's own name
+        if not _HEADER_VALUE.fullmatch(value) or not value:
+            raise ValueError("content-type must be printable ASCII, e.g. application/json")
+        return name, value
     if not colon or not _HEADER_NAME.fullmatch(name):
         raise ValueError("header must be 'Name: value'")
     if not _HEADER_VALUE.fullmatch(value):
         raise ValueError(f"header {name!r}: the value must be printable ASCII")
     return name, value
+
+
+def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
+    """``Name`` (present) or ``Name:RE2`` (a value matches); RE2 as for ``body=``."""
+    name, colon, pattern = text.partition(":")
+    name = name.strip()
+    if not _HEADER_NAME.fullmatch(name):
+        raise ValueError("expect-header must be 'Name' or 'Name:REGEX'")
+    if not colon:
+        return name, None
+    from waitfor.patterns import compile_pattern
+
+    try:
+        return name, compile_pattern(pattern)
+    except ValueError as exc:
+        raise ValueError(f"expect-header {name!r}: {exc}") from None
 
 
 def _compile(pattern: str) -> Pattern:

@@ -1,5 +1,9 @@
 """JSON expectations for HTTP bodies: ``json=PATH==VALUE`` (or ``json=PATH`` for "exists").
 
+Comparisons: ``==`` and ``!=`` (any JSON value; ``!=`` with alternatives means none of them),
+``>=``, ``<=``, ``>``, ``<`` (numbers only: a value that is not a number is "not ready", naming
+what was there). The first operator outside a ``["key"]`` ends the path.
+
 PATH is dotted with ``[index]``: ``status``, ``components.db.status``, ``items[0].ready``,
 ``[0]`` for an array at the top, ``["key.with.dots"]`` for a key that contains ``.`` or ``[``.
 VALUE is compared as JSON when it parses as JSON (``true``, ``3``, ``"UP"``, ``null``) and as a
@@ -10,6 +14,7 @@ as ``"a|b"``, is never split). Comparison is JSON's: ``1`` equals ``1.0`` but no
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,23 +26,75 @@ _NAME = re.compile(r"[^.\[\]]+")
 MAX_DEPTH = 200
 
 
+#: the comparison operators, two-character ones first (``>=`` before ``>``)
+OPERATORS = ("==", "!=", ">=", "<=", ">", "<")
+_NUMERIC = frozenset({">=", "<=", ">", "<"})
+
+
 @dataclass(frozen=True)
 class JsonExpectation:
     text: str  # as written, for reasons
     path: Path
     accepted: tuple[object, ...] | None  # None: the path only has to exist
+    op: str = "=="
 
     def describe_accepted(self) -> str:
         assert self.accepted is not None
-        return "|".join(_show(value) for value in self.accepted)
+        shown = "|".join(_show(value) for value in self.accepted)
+        return shown if self.op == "==" else f"{self.op} {shown}"
+
+    def holds(self, value: object) -> bool:
+        assert self.accepted is not None
+        if self.op == "==":
+            return any(same(value, accepted) for accepted in self.accepted)
+        if self.op == "!=":
+            return not any(same(value, accepted) for accepted in self.accepted)
+        if not _is_number(value):
+            return False
+        bound = self.accepted[0]
+        assert isinstance(bound, int | float)
+        assert isinstance(value, int | float)
+        return {
+            ">=": value >= bound,
+            "<=": value <= bound,
+            ">": value > bound,
+            "<": value < bound,
+        }[self.op]
 
 
 def parse_expectation(text: str) -> JsonExpectation:
-    path_text, equals, value_text = text.partition("==")
-    path = parse_path(path_text.strip())
-    if not equals:
-        return JsonExpectation(text, path, None)
-    return JsonExpectation(text, path, parse_values(value_text))
+    at, op = _operator(text)
+    if not op:
+        return JsonExpectation(text, parse_path(text.strip()), None)
+    path = parse_path(text[:at].strip())
+    value_text = text[at + len(op) :]
+    if op not in _NUMERIC:
+        return JsonExpectation(text, path, parse_values(value_text), op)
+    try:
+        bound = json.loads(value_text)
+    except ValueError:
+        bound = None
+    if not _is_number(bound) or bound != bound or bound in (math.inf, -math.inf):
+        shown = value_text if len(value_text) <= 40 else value_text[:39] + "…"
+        raise ValueError(f"json {op} compares numbers: {shown!r} is not a number")
+    return JsonExpectation(text, path, (bound,), op)
+
+
+def _operator(text: str) -> tuple[int, str]:
+    """Where the first comparison operator outside ``["..."]`` is, and which; (0, "") if none."""
+    quoted = False
+    for index, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted:
+            for op in OPERATORS:
+                if text.startswith(op, index):
+                    return index, op
+    return 0, ""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def parse_path(text: str) -> Path:
@@ -113,9 +170,7 @@ def unmet(document: object, expectations: Iterable[JsonExpectation]) -> str | No
         shown = show_path(expectation.path)
         if missing:
             return f"json {shown}: {missing}"
-        if expectation.accepted is not None and not any(
-            same(value, accepted) for accepted in expectation.accepted
-        ):
+        if expectation.accepted is not None and not expectation.holds(value):
             return f"json {shown} is {_show(value)} (expecting {expectation.describe_accepted()})"
     return None
 

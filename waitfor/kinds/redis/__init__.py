@@ -1,7 +1,7 @@
 """Redis: ready when ``PING`` answers ``+PONG``; RESP spoken natively, no client library.
 
 ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]``, ``rediss://`` for TLS (verified; ``cacert=FILE``,
-``insecure``).
+``insecure``; a client certificate ``cert=FILE&client-key=FILE``, as ``key`` names a Redis key).
 
 - Credentials given: ``AUTH`` first (``AUTH USER PASSWORD`` with a user, for ACLs). A refused
   password is retried (it may be set after the server starts) and never printed.
@@ -51,7 +51,8 @@ class RedisCheck(ConversationCheck[RedisOptions]):
     MODES = MODES
     OPTION_NAMES = frozenset({"mode", "key", "role"}) | tls.OPTION_NAMES
     #: options named like secrets whose values are names: shown as written (redaction.options)
-    PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"})
+    PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"}) | tls.PLAIN_OPTIONS
+    TLS_KEY_OPTION = None  # key=NAME is a Redis key: the client key is client-key=FILE
     USAGE = (
         ("redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]", "PONG, as redis-cli ping (rediss:// TLS)"),
         ("redis://HOST#key=NAME&role=master", "logged in, the key exists, on a master"),
