@@ -99,7 +99,7 @@ def test_invert_waits_for_down_that_stays_down(fake: MakeTarget) -> None:
     events: list[Event] = []
     wait([fake("a", DOWN, UP, DOWN)], stable=0.2, invert=True, events=events)
     reasons = [e.reason for e in events if e.type is EventType.NOT_READY]
-    assert reasons[:3] == ["down for 0.0s of 0.2s", "still up (up)", "down for 0.0s of 0.2s"]
+    assert reasons[:3] == ["down for 0.0s of 0.2s", "still up, up", "down for 0.0s of 0.2s"]
     assert events[-1].type is EventType.READY
 
 
