@@ -124,18 +124,18 @@ def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:
         elif match and arg.startswith("-") and name in ("user", "header", "proxy-user"):
             value = match.group(2)
             shown.append(arg[: match.start(2)] + _hidden(_VALUE_OF[name], value, secrets))
+        elif _attached_p(arg):  # -pPASS, whatever PASS holds (-psecretpw is no option name)
+            if command in _PORT_P and _is_port(arg[2:]):
+                shown.append(arg)
+                continue
+            shown.append("-p" + _HOLE)  # mysql -pPASS
+            secrets.add(arg[2:])
         elif not match and arg.startswith("-") and is_secret_name(arg):
             shown.append(arg)
             pending = "secret"
         elif arg in _SHORT:
             shown.append(arg)
             pending = _SHORT[arg]
-        elif arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
-            if command in _PORT_P and _is_port(arg[2:]):
-                shown.append(arg)
-                continue
-            shown.append("-p" + _HOLE)  # mysql -pPASS
-            secrets.add(arg[2:])
         elif "://" in arg and "@" in arg and (url := _url_with_password(arg)):
             shown.append(url[0])
             secrets.update(value for value in url[1:] if value)
@@ -154,6 +154,19 @@ _PORT_P = frozenset(
 )
 #: commands whose ``-p`` takes the password attached only (``-pPASS``)
 _MYSQL = frozenset({"mysql", "mariadb", "mysqladmin", "mariadb-admin", "mysqldump", "mysqlshow"})
+
+
+#: single-dash options spelled out, whose value is the next word (-password X, not -pPASS)
+_PASSWORD_OPTIONS = frozenset({"-password", "-passwd", "-pass", "-pwd"})
+
+
+def _attached_p(arg: str) -> bool:
+    return (
+        arg.startswith("-p")
+        and len(arg) > 2
+        and not arg.startswith("--")
+        and arg.lower() not in _PASSWORD_OPTIONS
+    )
 
 
 def _hidden(kind: str, value: str, secrets: set[str]) -> str:
