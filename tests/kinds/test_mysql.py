@@ -244,6 +244,7 @@ CLIENT = "10.254.16.1"  # not loopback: the server keeps no host cache for loopb
 PING_LOOP = """
 import asyncio, sys
 from waitfor import parse_target
+from waitfor.deadline import Deadline
 from waitfor.kinds import check_class
 
 async def main(url, count):
