@@ -381,8 +381,7 @@ class _Session:
 
 
 def _import_client() -> None:
-    import waitfor.kinds.http.backend
-    import waitfor.kinds.k8s.client  # noqa: F401
+    pass
 
 
 def _message(text: str) -> str:

@@ -13,7 +13,7 @@ from tests.conftest import FAST
 from tests.servers import Script, http_server
 from waitfor import WaitTimeout, wait_for
 from waitfor.errors import TargetError
-from waitfor.kinds.http.expect import parse_expectation, parse_values, same
+from waitfor.jsonexpect import parse_expectation, parse_values, same
 from waitfor.targets import parse_target
 
 SPRING_DOWN = {

@@ -21,15 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    describe_os_error,
-    flag,
-    reject_unknown,
-)
+from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown
+from waitfor.net.errors import describe_os_error
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 

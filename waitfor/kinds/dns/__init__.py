@@ -22,15 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from waitfor import urls
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    describe_os_error,
-    reject_unknown,
-    single,
-)
+from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.net.errors import describe_os_error
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
 

@@ -26,18 +26,17 @@ import zlib
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from waitfor import jsonexpect as expect
 from waitfor import redaction, urls
 from waitfor.kind import (
     Address,
     Check,
     OptionPairs,
     Outcome,
-    describe_os_error,
     reject_unknown,
     single,
     standard_address,
 )
-from waitfor.kinds.http import expect
 from waitfor.net import tls
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
@@ -140,7 +139,7 @@ class HttpCheck(Check[HttpOptions]):
         if client is None:
             import httpx
 
-            from waitfor.kinds.http.backend import NetTransport
+            from waitfor.net.httptransport import NetTransport
 
             options = self.options
             verify = (
@@ -169,6 +168,8 @@ class HttpCheck(Check[HttpOptions]):
 
     async def probe(self, deadline: Deadline) -> Outcome:
         import httpx
+
+        from waitfor.net.httptransport import describe_transport_error
 
         url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
         try:
@@ -341,22 +342,6 @@ def parse_http_unix(url: str) -> Address:
         secrets=frozenset(secrets),
         params=(("socket", socket_path), ("url", f"http://localhost{path_query}")),
     )
-
-
-def describe_transport_error(exc: httpx.TransportError) -> str:
-    """The innermost cause in a few words: "connection refused", "certificate verify failed..."."""
-    import ssl
-
-    cause: BaseException = exc
-    while cause.__cause__ is not None or cause.__context__ is not None:
-        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
-    if isinstance(cause, ssl.SSLCertVerificationError):
-        return f"TLS certificate not trusted: {cause.verify_message}"
-    if isinstance(cause, ssl.SSLError):
-        return f"TLS error: {cause.reason or cause}"
-    if isinstance(cause, OSError):
-        return describe_os_error(cause)
-    return str(cause) or str(exc) or type(exc).__name__
 
 
 def parse_statuses(text: str) -> tuple[tuple[int, int], ...]:

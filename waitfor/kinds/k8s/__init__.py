@@ -24,17 +24,9 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from waitfor.kind import (
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    describe_os_error,
-    flag,
-    reject_unknown,
-    single,
-)
-from waitfor.kinds.http import expect
+from waitfor import jsonexpect as expect
+from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
+from waitfor.net.errors import describe_os_error
 from waitfor.values import Value
 
 if TYPE_CHECKING:
@@ -170,8 +162,8 @@ class K8sCheck(Check[K8sOptions]):
         budget = deadline.left()  # shared by the credentials, the list and the watch
         import httpx
 
-        from waitfor.kinds.http import describe_transport_error
         from waitfor.kinds.k8s import client, config
+        from waitfor.net.httptransport import describe_transport_error
 
         loop = asyncio.get_running_loop()
         hold_until = loop.time() + max(budget - _MARGIN, budget * 0.5)

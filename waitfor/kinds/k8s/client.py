@@ -101,7 +101,7 @@ class Api:
     def __init__(self, credentials: Credentials, budget: float) -> None:
         import httpx
 
-        from waitfor.kinds.http.backend import NetTransport
+        from waitfor.net.httptransport import NetTransport
 
         self.credentials = credentials
         self._budget = budget

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from waitfor.kinds.http import expect
+from waitfor import jsonexpect as expect
 
 Json = dict[str, Any]
 

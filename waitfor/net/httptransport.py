@@ -1,4 +1,7 @@
-"""The HTTP kind's transport: httpx over httpcore over :mod:`waitfor.net.aio`, like every kind.
+"""httpx over waitfor's network layer, for every kind that speaks HTTP (http, k8s, Events).
+
+httpx over httpcore over :mod:`waitfor.net.aio`: names resolved and connections made like every
+kind's.
 
 httpcore's own backend resolves names in the event loop's default executor (through anyio),
 which nothing can cancel and ``asyncio.run`` waits for at exit. This backend hands connecting to
@@ -21,6 +24,7 @@ import httpx
 
 from waitfor.deadline import Deadline
 from waitfor.net import aio, unixsock
+from waitfor.net.errors import describe_os_error
 
 
 class NetBackend(httpcore.AsyncNetworkBackend):
@@ -198,3 +202,19 @@ def _httpx_errors() -> Iterator[None]:
             if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
                 raise mapped(str(exc)) from exc
         raise httpx.TransportError(str(exc)) from exc
+
+
+def describe_transport_error(exc: httpx.TransportError) -> str:
+    """The innermost cause in a few words: "connection refused", "certificate verify failed..."."""
+    import ssl
+
+    cause: BaseException = exc
+    while cause.__cause__ is not None or cause.__context__ is not None:
+        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted: {cause.verify_message}"
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS error: {cause.reason or cause}"
+    if isinstance(cause, OSError):
+        return describe_os_error(cause)
+    return str(cause) or str(exc) or type(exc).__name__
