@@ -57,7 +57,7 @@ def split(scheme: str, url: str, default_port: int) -> SeedUrl:
         if not item:
             raise ValueError("an empty host in the list")
         one = parts if item is items[0] else urls.split(f"{scheme}://{item}")
-        if one.username is not None or one.path or one.query:
+        if one is not parts and (one.username is not None or one.path or one.query):
             raise ValueError("invalid host list")
         seeds.append((urls.host(one), urls.port(one, default_port)))
     user = None if parts.username is None else urls.decoded(parts.username, "user")
