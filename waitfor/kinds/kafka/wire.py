@@ -217,7 +217,7 @@ def parse_metadata(body: bytes, version: int) -> Metadata:
                 p_error, index, leader = reader.int16(), reader.int32(), reader.int32()
                 if version >= 7:
                     reader.int32()  # leader_epoch
-                for _ in range(3):  # replica_nodes, isr_nodes, offline_replicas
+                for _ in range(3 if version >= 5 else 2):  # replicas, isr, offline (v5+)
                     reader.skip(4 * reader.count())
                 reader.tags()
                 partitions.append((index, p_error, leader))
