@@ -199,7 +199,8 @@ class MongoCheck(ConversationCheck[MongoOptions]):
 
         async def ask(member: seeds.HostPort) -> tuple[Outcome, Document | None]:
             try:
-                async with asyncio.timeout_at(deadline):
+                # a little before the attempt's end, so the answers known are reported
+                async with asyncio.timeout_at(deadline - 0.1):
                     return await self._ask(member, deadline - loop.time())
             except TimeoutError:  # one silent member must not hide the others' answers
                 return Outcome.down(f"{host_port(*member)}: no answer in time"), None
