@@ -163,7 +163,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
 
     async def _primary(self, members: tuple[seeds.HostPort, ...], deadline: float) -> Outcome:
         """The seeds, then the members they name: the first writable primary, else why not."""
-        asked = await self._writable(members, deadline)
+        asked = await self._writable(members, deadline, bounded=False)
         if isinstance(asked, Outcome):
             return asked
         named: dict[seeds.HostPort, None] = {}
@@ -173,7 +173,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
                     member = _member(text)
                     if member is not None and member not in asked:
                         named[member] = None
-        more = await self._writable(tuple(named)[:MAX_MEMBERS], deadline)
+        more = await self._writable(tuple(named)[:MAX_MEMBERS], deadline, bounded=True)
         if isinstance(more, Outcome):
             return more
         from waitfor.kinds.mongodb import wire
@@ -188,9 +188,14 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         return seeds.combined(list(asked | more), reasons)
 
     async def _writable(
-        self, members: tuple[seeds.HostPort, ...], deadline: float
+        self, members: tuple[seeds.HostPort, ...], deadline: float, *, bounded: bool
     ) -> Outcome | dict[seeds.HostPort, tuple[Outcome, Document | None]]:
-        """Ask every member at once: the first writable primary's outcome, else every answer."""
+        """Ask every member at once: the first writable primary's outcome, else every answer.
+
+        ``bounded``: members the seeds named end a little before the attempt, so what the seeds
+        said is reported; the seeds themselves are left to the runner's bound, whose reason
+        names what they were waiting on (a nameserver, a connection).
+        """
         import asyncio
 
         from waitfor.kinds.mongodb import wire
@@ -199,8 +204,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
 
         async def ask(member: seeds.HostPort) -> tuple[Outcome, Document | None]:
             try:
-                # a little before the attempt's end, so the answers known are reported
-                async with asyncio.timeout_at(deadline - 0.1):
+                async with asyncio.timeout_at(deadline - 0.1 if bounded else None):
                     return await self._ask(member, deadline - loop.time())
             except TimeoutError:  # one silent member must not hide the others' answers
                 return Outcome.down(f"{host_port(*member)}: no answer in time"), None
