@@ -37,6 +37,8 @@ SILENT = {
     "nats": f"nats://{SERVER_ADDRESS}:4222#jetstream",
     "grpc": f"grpc://{SERVER_ADDRESS}:50051",
     "grpcs": f"grpcs://{SERVER_ADDRESS}:50051#service=shop.Cart",
+    "kafka": f"kafka://{SERVER_ADDRESS}:9092#topic=orders",
+    "mongodb": f"mongodb://{SERVER_ADDRESS}:27017#primary",
 }
 OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, process wall time)
 
@@ -44,7 +46,7 @@ OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, pr
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[Hosts]:
     with two_hosts() as made:
-        for port in (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222, 50051):
+        for port in (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222, 50051, 9092, 27017):
             drop(made, "tcp", port)
         drop(made, "udp", 53)
         reject_with_reset(made, 6000)

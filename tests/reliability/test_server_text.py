@@ -343,6 +343,8 @@ KIND_SECRETS: dict[str, str | None] = {
     "mqtt": "mqtt://app:{secret}@127.0.0.1:1",
     "nats": "nats://app:{secret}@127.0.0.1:1",
     "grpc": None,
+    "kafka": "kafka://app:{secret}@127.0.0.1:1",
+    "mongodb": "mongodb://app:{secret}@127.0.0.1:1/db",
     "unix": None,
     "file": None,
     "exec": "exec:true --password={secret}",

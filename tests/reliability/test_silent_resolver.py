@@ -51,6 +51,11 @@ SILENT_RESOLVER = {
     "nats tls": "tls://db.example:4222",
     "grpc": "grpc://db.example:50051",
     "grpcs": "grpcs://db.example#service=shop.Cart",
+    "kafka": "kafka://db.example:9092#topic=orders",
+    "kafka+ssl": "kafka+ssl://db.example",
+    "mongodb": "mongodb://db.example#primary",
+    "mongodb tls": "mongodb://db.example/?tls=true",
+    "mongodb+srv": "mongodb+srv://db.example",
 }
 OVERSHOOT: dict[str, float] = {}  # kind -> seconds from the deadline to the process's exit
 

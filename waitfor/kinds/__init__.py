@@ -54,6 +54,8 @@ BUILTIN: tuple[Kind, ...] = (
     Kind("mqtt", ("mqtt", "mqtts"), "waitfor.kinds.mqtt:MqttCheck"),
     Kind("nats", ("nats", "tls"), "waitfor.kinds.nats:NatsCheck"),
     Kind("grpc", ("grpc", "grpcs"), "waitfor.kinds.grpc:GrpcCheck"),
+    Kind("kafka", ("kafka", "kafka+ssl"), "waitfor.kinds.kafka:KafkaCheck"),
+    Kind("mongodb", ("mongodb", "mongodb+srv"), "waitfor.kinds.mongodb:MongoCheck"),
     Kind("unix", ("unix",), "waitfor.kinds.unix:UnixCheck"),
     Kind("file", ("file",), "waitfor.kinds.file:FileCheck"),
     Kind("exec", ("exec",), "waitfor.kinds.exec:ExecCheck"),
