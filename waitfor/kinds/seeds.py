@@ -4,12 +4,11 @@ that answers will do, as the clients' bootstrap treats them.
 The conversation template (:mod:`waitfor.kinds.conversation`) talks to one address; a kind with a
 list parses it with :func:`split` and probes it with :func:`first_ready` (on the event loop: every
 address at once, the first ready answer wins, the others are cancelled) and :func:`first_ready_now`
-(the quick first attempt: one after the other, each with its share of the budget left).
+(the quick first attempt: one after the other, each with its share of the time left).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     import ssl
 
+    from waitfor.deadline import Deadline
     from waitfor.net.conversation import Conversation
 
 HostPort = tuple[str, int]
@@ -90,7 +90,7 @@ def from_param(value: str) -> tuple[HostPort, ...]:
 async def attempt_at(
     address: HostPort,
     conversation: Conversation,
-    budget: float,
+    deadline: Deadline,
     server: str,
     *,
     tls: ssl.SSLContext | None = None,
@@ -100,7 +100,7 @@ async def attempt_at(
     from waitfor.net.conversation import Closed, TooLong, attempt
 
     try:
-        return await attempt(address, conversation, budget, tls=tls)
+        return await attempt(address, conversation, deadline, tls=tls)
     except NetError as exc:
         return Outcome.down(str(exc))
     except (ProtocolError, Closed, TooLong, OSError) as exc:
@@ -129,15 +129,16 @@ async def first_ready(
 
 
 def first_ready_now(
-    seeds: Sequence[HostPort], probe_now: Callable[[HostPort, float], Outcome | None], budget: float
+    seeds: Sequence[HostPort],
+    probe_now: Callable[[HostPort, Deadline], Outcome | None],
+    deadline: Deadline,
 ) -> Outcome | None:
     """One after the other, each with an equal share of what is left: the first ready, or None."""
-    deadline = time.monotonic() + budget
     for index, seed in enumerate(seeds):
-        left = deadline - time.monotonic()
+        left = deadline.left()
         if left <= 0:
             return None
-        outcome = probe_now(seed, left / (len(seeds) - index))
+        outcome = probe_now(seed, deadline.within(left / (len(seeds) - index)))
         if outcome is not None and outcome.ready:
             return outcome
     return None

@@ -25,6 +25,7 @@ from waitfor.kinds.conversation import ConversationCheck, ConversationOptions, P
 from waitfor.net import tls
 
 if TYPE_CHECKING:
+    from waitfor.deadline import Deadline
     from waitfor.net.conversation import Conversation
 
 MECHANISMS = ("plain", "scram-sha-256", "scram-sha-512")
@@ -95,24 +96,24 @@ class KafkaCheck(ConversationCheck[KafkaOptions]):
         )
         return wire.check(wanted)
 
-    async def probe(self, budget: float) -> Outcome:
+    async def probe(self, deadline: Deadline) -> Outcome:
         context = self.tls_context if self.tls_from_start else None
         return await seeds.first_ready(
             self.seeds,
             lambda seed: seeds.attempt_at(
-                seed, self.conversation(), budget, self.SERVER, tls=context
+                seed, self.conversation(), deadline, self.SERVER, tls=context
             ),
         )
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         if self.tls_from_start:
             return None  # TLS is the runner's: the first attempt stays free of ssl
         from waitfor.net.conversation import first_attempt
 
         return seeds.first_ready_now(
             self.seeds,
-            lambda seed, left: first_attempt(seed, self.conversation(), left, (ProtocolError,)),
-            budget,
+            lambda seed, share: first_attempt(seed, self.conversation(), share, (ProtocolError,)),
+            deadline,
         )
 
 

@@ -32,6 +32,7 @@ from waitfor.urlsplit import unquote
 if TYPE_CHECKING:
     import ssl
 
+    from waitfor.deadline import Deadline
     from waitfor.kinds.mongodb.wire import Document
     from waitfor.net.conversation import Conversation
 
@@ -134,34 +135,31 @@ class MongoCheck(ConversationCheck[MongoOptions]):
 
         return wire.hello(found)
 
-    async def _ask(self, seed: seeds.HostPort, budget: float) -> tuple[Outcome, Document | None]:
+    async def _ask(
+        self, seed: seeds.HostPort, deadline: Deadline
+    ) -> tuple[Outcome, Document | None]:
         found: list[Document] = []
         context = self.tls_context if self.tls_from_start else None
-        outcome = await seeds.attempt_at(seed, self._hello(found), budget, self.SERVER, tls=context)
+        hello = self._hello(found)
+        outcome = await seeds.attempt_at(seed, hello, deadline, self.SERVER, tls=context)
         return outcome, (found[0] if found else None)
 
-    async def probe(self, budget: float) -> Outcome:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + budget
+    async def probe(self, deadline: Deadline) -> Outcome:
         members = seeds.from_param(self.target.param("seeds") or "")
         srv = self.target.param("srv")
         if srv:
-            listed = await self._discover(srv, self.target.host, budget)
+            listed = await self._discover(srv, self.target.host, deadline.left())
             if isinstance(listed, Outcome):
                 return listed
             members = listed
         if not self.options.primary:
-            return await seeds.first_ready(
-                members, lambda seed: self._plain(seed, deadline - loop.time())
-            )
+            return await seeds.first_ready(members, lambda seed: self._plain(seed, deadline))
         return await self._primary(members, deadline)
 
-    async def _plain(self, seed: seeds.HostPort, budget: float) -> Outcome:
-        return (await self._ask(seed, budget))[0]
+    async def _plain(self, seed: seeds.HostPort, deadline: Deadline) -> Outcome:
+        return (await self._ask(seed, deadline))[0]
 
-    async def _primary(self, members: tuple[seeds.HostPort, ...], deadline: float) -> Outcome:
+    async def _primary(self, members: tuple[seeds.HostPort, ...], deadline: Deadline) -> Outcome:
         """The seeds, then the members they name: the first writable primary, else why not."""
         asked = await self._writable(members, deadline, bounded=False)
         if isinstance(asked, Outcome):
@@ -188,7 +186,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         return seeds.combined(list(asked | more), reasons)
 
     async def _writable(
-        self, members: tuple[seeds.HostPort, ...], deadline: float, *, bounded: bool
+        self, members: tuple[seeds.HostPort, ...], deadline: Deadline, *, bounded: bool
     ) -> Outcome | dict[seeds.HostPort, tuple[Outcome, Document | None]]:
         """Ask every member at once: the first writable primary's outcome, else every answer.
 
@@ -200,12 +198,10 @@ class MongoCheck(ConversationCheck[MongoOptions]):
 
         from waitfor.kinds.mongodb import wire
 
-        loop = asyncio.get_running_loop()
-
         async def ask(member: seeds.HostPort) -> tuple[Outcome, Document | None]:
             try:
-                async with asyncio.timeout_at(deadline - 0.1 if bounded else None):
-                    return await self._ask(member, deadline - loop.time())
+                async with asyncio.timeout_at(deadline.at - 0.1 if bounded else None):
+                    return await self._ask(member, deadline)
             except TimeoutError:  # one silent member must not hide the others' answers
                 return Outcome.down(f"{host_port(*member)}: no answer in time"), None
 
@@ -267,15 +263,15 @@ class MongoCheck(ConversationCheck[MongoOptions]):
                     return Outcome.down(f"{host}'s TXT record holds {name!r} (not allowed there)")
         return tuple(dict.fromkeys(members))
 
-    def probe_now(self, budget: float) -> Outcome | None:
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
         if self.tls_from_start or self.target.param("srv") or self.options.primary:
             return None  # TLS, DNS and member lists are the runner's
         from waitfor.net.conversation import first_attempt
 
         return seeds.first_ready_now(
             seeds.from_param(self.target.param("seeds") or ""),
-            lambda seed, left: first_attempt(seed, self.conversation(), left, (ProtocolError,)),
-            budget,
+            lambda seed, share: first_attempt(seed, self.conversation(), share, (ProtocolError,)),
+            deadline,
         )
 
 
