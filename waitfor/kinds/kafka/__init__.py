@@ -15,8 +15,7 @@ With credentials in the URL the connection logs in first (SASL ``PLAIN``, or ``#
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from waitfor import redaction
 from waitfor.kind import Address, OptionPairs, Outcome, choice, single
@@ -40,13 +39,11 @@ class KafkaOptions(ConversationOptions):
 class KafkaCheck(ConversationCheck[KafkaOptions]):
     SERVER = "Kafka"
     DEFAULT_PORT = 9092
-    TLS_PORTS: ClassVar[Mapping[str, int]] = {"kafka+ssl": 9093}
+    TLS_SCHEME, TLS_PORT = "kafka+ssl", 9093
     OPTION_NAMES = frozenset({"brokers", "topic", "sasl"}) | tls.OPTION_NAMES
-    USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
-        (
-            "kafka://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...], kafka+ssl://…",
-            "a broker answers Metadata; #brokers=N, #topic=NAME (led), #sasl=scram-sha-512",
-        ),
+    USAGE = (
+        ("kafka://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]", "a broker answers Metadata"),
+        ("kafka+ssl://HOST#brokers=N&topic=NAME", "TLS; N brokers, the topic has leaders"),
     )
 
     @classmethod

@@ -20,7 +20,7 @@ dozens) are accepted and left alone; the password and secret-looking option valu
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from waitfor import redaction, urls
 from waitfor.kind import Address, OptionPairs, Outcome, flag, host_port
@@ -50,11 +50,9 @@ class MongoCheck(ConversationCheck[MongoOptions]):
     SERVER = "MongoDB"
     DEFAULT_PORT = 27017
     OPTION_NAMES = frozenset({"primary"}) | tls.OPTION_NAMES
-    USAGE: ClassVar[tuple[tuple[str, str], ...]] = (
-        (
-            "mongodb://[USER:PASSWORD@]HOST[:PORT][,…][/DB][?OPTIONS], mongodb+srv://HOST…",
-            "a server answers hello (ok:1); #primary: a writable primary answers",
-        ),
+    USAGE = (
+        ("mongodb://[USER:PASSWORD@]HOST[:PORT][,...][/DB][?OPTIONS]", "hello answers ok:1"),
+        ("mongodb+srv://HOST/#primary", "SRV seeds; a writable primary answers"),
     )
 
     @classmethod
