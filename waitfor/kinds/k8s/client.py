@@ -9,12 +9,12 @@ group first, then the groups in the server's order (a well-known type's group is
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from waitfor.kinds.http import expect
 from waitfor.kinds.k8s.config import Credentials
 from waitfor.values import Value
 
@@ -122,7 +122,7 @@ class Api:
         if response.status_code >= 400:
             raise ApiError(response.status_code, self._describe_error(response))
         try:
-            document = response.json()
+            document = expect.load(response.text)  # bounded nesting: no RecursionError
         except ValueError:
             raise ApiError(response.status_code, f"{path}: the answer is not JSON") from None
         if not isinstance(document, dict):
@@ -132,7 +132,7 @@ class Api:
     def _describe_error(self, response: httpx.Response) -> str:
         status = response.status_code
         try:
-            body = response.json()
+            body = expect.load(response.text)
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
@@ -166,8 +166,8 @@ class Api:
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
-                    kind, obj = str(event["type"]), event["object"]
+                    event = expect.load(line)
+                    kind, obj = str(event["type"]), event["object"]  # type: ignore[index]
                 except (ValueError, KeyError, TypeError):
                     raise ApiError(200, "the watch sent something that is not an event") from None
                 if kind == "ERROR":
