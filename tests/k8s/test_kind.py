@@ -526,7 +526,7 @@ ORACLE_ROWS: list[tuple[list[str], list[str], bool | tuple[bool, bool]]] = [
 
 
 def test_kubectl_wait_is_the_oracle_row_by_row(
-    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+    control_plane: ControlPlane, namespace: str, env: dict[str, str], tmp_path: Path
 ) -> None:
     """The same objects, both tools, the same verdict: ready (exit 0) or not within 2 s
     (waitfor 124, or 2 for a failed Job; kubectl 1: timed out, or NotFound at once)."""
@@ -560,7 +560,8 @@ def test_kubectl_wait_is_the_oracle_row_by_row(
             [*WAITFOR, "-t", "2", *ours], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
         kubectl = subprocess.run(
-            [str(lab.KUBECTL), "wait", *theirs, "--timeout=2s"],
+            # a discovery cache of its own: one made before the CRD existed hides "cert"
+            [str(lab.KUBECTL), "wait", *theirs, "--timeout=2s", f"--cache-dir={tmp_path}"],
             env=env,
             capture_output=True,
             text=True,
