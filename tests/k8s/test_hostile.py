@@ -238,6 +238,8 @@ def test_hostile_api_server(case: str, tmp_path: Path) -> None:
     assert code in (2, 124), out
     assert took < 3 + 1.5, (took, out)
     assert len(out.splitlines()) <= 6, out
+    if case == "redirect":  # never followed, said as such
+        assert "HTTP 302: a redirect" in out
 
 
 # --- hostile kubeconfigs and exec plugins ------------------------------------------------------

@@ -424,6 +424,20 @@ def test_silent_api_server_the_deadline_holds(tmp_path: Path) -> None:
     assert "t0ps3cret" not in out
 
 
+def test_frozen_api_server_mid_watch_the_deadline_holds(
+    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+) -> None:
+    began = time.monotonic()
+    waiter = Waiter(env, "-t", "4", "k8s:job/absent")
+    running_soon(waiter)
+    with control_plane.frozen():  # connections open, nothing answers
+        code, out = waiter.result(timeout=30)
+        took = time.monotonic() - began
+    assert code == 124, out
+    assert took < 4 + 1.5, out
+    assert f"job {namespace}/absent not found" in out
+
+
 @pytest.fixture
 def own_plane(lab_binaries: None) -> Iterator[ControlPlane]:
     with lab.ControlPlane() as plane:

@@ -121,6 +121,8 @@ class Api:
         response = await self._client.get(path, params=params, extensions=self._extensions)
         if response.status_code >= 400:
             raise ApiError(response.status_code, self._describe_error(response))
+        if response.is_redirect:  # an API server never redirects: a proxy or a wrong URL
+            raise ApiError(response.status_code, f"HTTP {response.status_code}: a redirect")
         try:
             document = expect.load(response.text)  # bounded nesting: no RecursionError
         except ValueError:
