@@ -161,7 +161,11 @@ def _bound_pod(plane: lab.ControlPlane, jobs: str) -> str:
     would): what is left for the trial is the kubelet's report that it succeeded."""
     namespace = jobs.split("/")[5]
     plane.create_node()
-    pods = lab.wait_until("the Job's pod", lambda: plane.pods(namespace, f"job-name={JOB}") or None)
+    # this Job's pod, not the previous one's (deleted in the background, same job-name label)
+    uid = plane.api.get(f"{jobs}/{JOB}")["metadata"]["uid"]
+    pods = lab.wait_until(
+        "the Job's pod", lambda: plane.pods(namespace, f"controller-uid={uid}") or None
+    )
     name: str = pods[0]["metadata"]["name"]
     plane.bind_pod(namespace, name)
     return name

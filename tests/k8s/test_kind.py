@@ -424,6 +424,20 @@ def test_silent_api_server_the_deadline_holds(tmp_path: Path) -> None:
     assert "t0ps3cret" not in out
 
 
+def test_frozen_api_server_mid_watch_the_deadline_holds(
+    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+) -> None:
+    began = time.monotonic()
+    waiter = Waiter(env, "-t", "4", "k8s:job/absent")
+    running_soon(waiter)
+    with control_plane.frozen():  # connections open, nothing answers
+        code, out = waiter.result(timeout=30)
+        took = time.monotonic() - began
+    assert code == 124, out
+    assert took < 4 + 1.5, out
+    assert f"job {namespace}/absent not found" in out
+
+
 @pytest.fixture
 def own_plane(lab_binaries: None) -> Iterator[ControlPlane]:
     with lab.ControlPlane() as plane:
@@ -526,7 +540,7 @@ ORACLE_ROWS: list[tuple[list[str], list[str], bool | tuple[bool, bool]]] = [
 
 
 def test_kubectl_wait_is_the_oracle_row_by_row(
-    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+    control_plane: ControlPlane, namespace: str, env: dict[str, str], tmp_path: Path
 ) -> None:
     """The same objects, both tools, the same verdict: ready (exit 0) or not within 2 s
     (waitfor 124, or 2 for a failed Job; kubectl 1: timed out, or NotFound at once)."""
@@ -560,7 +574,8 @@ def test_kubectl_wait_is_the_oracle_row_by_row(
             [*WAITFOR, "-t", "2", *ours], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
         kubectl = subprocess.run(
-            [str(lab.KUBECTL), "wait", *theirs, "--timeout=2s"],
+            # a discovery cache of its own: one made before the CRD existed hides "cert"
+            [str(lab.KUBECTL), "wait", *theirs, "--timeout=2s", f"--cache-dir={tmp_path}"],
             env=env,
             capture_output=True,
             text=True,

@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from waitfor import jsonexpect as expect
+from waitfor import sanitize
 from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
 from waitfor.net.errors import describe_os_error
 from waitfor.values import Value
@@ -34,18 +35,21 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:  # httpx and yaml are imported by the probe: parsing a target stays cheap
     from waitfor.kinds.k8s.client import Api, Resource
-    from waitfor.kinds.k8s.config import Source
+    from waitfor.kinds.k8s.config import Credentials, Source
     from waitfor.kinds.k8s.ready import Verdict
 
 Json = dict[str, Any]
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _TYPE = re.compile(r"[A-Za-z][A-Za-z0-9.-]{0,252}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,252}")
-_CONDITION = re.compile(r"([A-Za-z0-9][A-Za-z0-9._/-]*)(?:=([A-Za-z]+))?")
+# a condition type is a qualified name of at most 316 characters (the API's validation)
+_CONDITION = re.compile(r"([A-Za-z0-9][A-Za-z0-9._/-]{0,315})(?:=([A-Za-z]{1,32}))?")
 #: an attempt returns this much before its budget ends, so the runner sees its reason, not a
 #: cut-off attempt
 _MARGIN = 0.2
 _SERVICES = frozenset({"svc", "service", "services"})
+#: a selector goes into the request's URL (httpx refuses one over 64 KiB); real ones are short
+MAX_SELECTOR = 8192
 
 
 class K8sOptions(Value):
@@ -121,6 +125,8 @@ class K8sCheck(Check[K8sOptions]):
         selector = single(pairs, "selector")
         if selector is not None and not selector.strip():
             raise ValueError("selector needs labels, e.g. selector=app=db,tier!=cache")
+        if selector is not None and len(selector) > MAX_SELECTOR:
+            raise ValueError(f"selector is longer than {MAX_SELECTOR} characters")
         condition = None
         if (text := single(pairs, "condition")) is not None:
             match = _CONDITION.fullmatch(text.strip())
@@ -129,8 +135,9 @@ class K8sCheck(Check[K8sOptions]):
             condition = (match.group(1), match.group(2) or "True")
         minimum = None
         if (text := single(pairs, "min")) is not None:
-            if not text.isdigit() or int(text) < 1:
-                raise ValueError("min must be a whole number of at least 1")
+            # ASCII and short: int() refuses '²' and 5,000 digits with Python's own words
+            if not (text.isascii() and text.isdigit() and len(text) <= 6) or int(text) < 1:
+                raise ValueError("min must be a whole number from 1 to 999999")
             minimum = int(text)
         exists = flag(pairs, "exists")
         expectations = tuple(expect.parse_expectation(v) for k, v in pairs if k == "json")
@@ -159,11 +166,9 @@ class K8sCheck(Check[K8sOptions]):
         return {}  # TYPE -> resource, once discovery found it
 
     async def probe(self, deadline: Deadline) -> Outcome:
-        budget = deadline.left()  # shared by the credentials, the list and the watch
-        import httpx
+        from waitfor.kinds.k8s import config
 
-        from waitfor.kinds.k8s import client, config
-        from waitfor.net.httptransport import describe_transport_error
+        budget = deadline.left()  # shared by the credentials, the list and the watch
 
         loop = asyncio.get_running_loop()
         hold_until = loop.time() + max(budget - _MARGIN, budget * 0.5)
@@ -174,6 +179,23 @@ class K8sCheck(Check[K8sOptions]):
             return Outcome.fatal(str(exc))
         except config.CredentialError as exc:
             return Outcome.down(str(exc))
+        outcome = await self._conversation(spec, credentials, budget, hold_until)
+        # What the server said may echo the token (a proxy's 403, a hostile Status message):
+        # the target holds no secret for the runner's boundary to remove, the credentials do.
+        return Outcome(
+            outcome.ready,
+            sanitize.shown(outcome.reason, credentials.secrets),
+            outcome.permanent,
+        )
+
+    async def _conversation(
+        self, spec: Spec, credentials: Credentials, budget: float, hold_until: float
+    ) -> Outcome:
+        import httpx
+
+        from waitfor.kinds.k8s import client
+        from waitfor.net.httptransport import describe_transport_error
+
         api = client.Api(credentials, budget)
         self._doing = ("get", "", "")
         try:
@@ -188,6 +210,8 @@ class K8sCheck(Check[K8sOptions]):
                     f"{exc} cannot {verb} {what}{where}: needs get, list, watch on {what}"
                 )
             return Outcome.down(str(exc))
+        except httpx.InvalidURL:  # what the target or kubeconfig made cannot be sent
+            return Outcome.fatal(f"API server {_server(credentials.server)}: invalid request URL")
         except httpx.TimeoutException:
             return Outcome.down(f"API server {_server(credentials.server)} did not answer")
         except httpx.TransportError as exc:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from waitfor import jsonexpect as expect
 from waitfor.kinds.k8s.config import Credentials
 from waitfor.values import Value
 
@@ -121,8 +122,10 @@ class Api:
         response = await self._client.get(path, params=params, extensions=self._extensions)
         if response.status_code >= 400:
             raise ApiError(response.status_code, self._describe_error(response))
+        if response.is_redirect:  # an API server never redirects: a proxy or a wrong URL
+            raise ApiError(response.status_code, f"HTTP {response.status_code}: a redirect")
         try:
-            document = response.json()
+            document = expect.load(response.text)  # bounded nesting: no RecursionError
         except ValueError:
             raise ApiError(response.status_code, f"{path}: the answer is not JSON") from None
         if not isinstance(document, dict):
@@ -151,7 +154,7 @@ class Api:
     def _describe_error(self, response: httpx.Response) -> str:
         status = response.status_code
         try:
-            body = response.json()
+            body = expect.load(response.text)
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
@@ -185,8 +188,8 @@ class Api:
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
-                    kind, obj = str(event["type"]), event["object"]
+                    event = expect.load(line)
+                    kind, obj = str(event["type"]), event["object"]  # type: ignore[index]
                 except (ValueError, KeyError, TypeError):
                     raise ApiError(200, "the watch sent something that is not an event") from None
                 if kind == "ERROR":

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
+import signal
 import ssl
 import time
 from collections.abc import Mapping
@@ -103,7 +105,7 @@ class Source:
         if cluster is None:
             raise ConfigError(f"context {name!r}: no cluster {context.get('cluster')!r}")
         server = str(cluster.get("server") or "").rstrip("/")
-        if not server.startswith(("https://", "http://")):
+        if not _server_url(server):
             raise ConfigError(f"context {name!r}: cluster server must be an http(s) URL")
         user_name = str(context.get("user") or "")
         user = _named(config, "users", "user").get(user_name, {})
@@ -158,6 +160,20 @@ class Source:
         return plugin
 
 
+def _server_url(text: str) -> bool:
+    """An http(s) URL with a host and a valid port: what httpx can be given."""
+    from urllib.parse import urlsplit
+
+    if not text.startswith(("https://", "http://")) or not text.isprintable() or " " in text:
+        return False
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not one
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
 def kubeconfig_files(environ: Mapping[str, str]) -> list[str]:
     """The kubeconfig files that exist, in kubectl's order (KUBECONFIG, else ~/.kube/config)."""
     listed = environ.get("KUBECONFIG", "")
@@ -200,18 +216,96 @@ def load_file(path: str) -> Json:
 
     try:
         with open(path, encoding="utf-8") as file:
-            document = yaml.safe_load(file)
+            text = file.read(MAX_KUBECONFIG + 1)
+        if len(text) > MAX_KUBECONFIG:
+            raise ConfigError(f"kubeconfig {path} is larger than {MAX_KUBECONFIG >> 20} MiB")
+        document = yaml.safe_load(text)
     except OSError as exc:
         raise ConfigError(f"kubeconfig {path}: {exc.strerror or exc}") from None
     except (yaml.YAMLError, UnicodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from None
+    except RecursionError:
+        raise ConfigError(f"kubeconfig {path} is nested too deeply") from None
     if document is None:
         return {}
     if not isinstance(document, dict):
         raise ConfigError(f"kubeconfig {path} is not a mapping")
+    check_shape(document, path)
     return document
+
+
+#: a kubeconfig is parsed on the event loop (pure-Python YAML, ~3 MB/s): bounded so that the
+#: deadline holds; real ones are kilobytes (one cluster's CA is ~2 KB)
+MAX_KUBECONFIG = 2 << 20
+
+#: kubeconfig fields and the type each must have (client-go's schema): everything read later
+#: is checked here once, so no value of another type (a YAML alias to a list, a bomb) is ever
+#: turned into text
+_SHAPE: dict[str, dict[str, type]] = {
+    "cluster": {
+        "server": str,
+        "certificate-authority": str,
+        "certificate-authority-data": str,
+        "insecure-skip-tls-verify": bool,
+        "tls-server-name": str,
+        "extensions": list,
+    },
+    "context": {"cluster": str, "user": str, "namespace": str},
+    "user": {
+        "token": str,
+        "tokenFile": str,
+        "client-certificate": str,
+        "client-certificate-data": str,
+        "client-key": str,
+        "client-key-data": str,
+        "username": str,
+        "password": str,
+        "exec": dict,
+        "auth-provider": dict,
+    },
+    "exec": {
+        "apiVersion": str,
+        "command": str,
+        "args": list,
+        "env": list,
+        "installHint": str,
+        "provideClusterInfo": bool,
+    },
+}
+_TYPE_NAMES = {str: "a string", bool: "true or false", list: "a list", dict: "a mapping"}
+
+
+def check_shape(document: Json, path: str) -> None:
+    """ConfigError naming the first field of the wrong type (never its value)."""
+
+    def need(value: object, kind: type, where: str) -> None:
+        if value is not None and not isinstance(value, kind):
+            raise ConfigError(f"kubeconfig {path}: {where} must be {_TYPE_NAMES[kind]}")
+
+    need(document.get("current-context"), str, "current-context")
+    for section, inner in (("clusters", "cluster"), ("contexts", "context"), ("users", "user")):
+        entries = document.get(section)
+        need(entries, list, section)
+        for index, entry in enumerate(entries or []):
+            where = f"{section}[{index}]"
+            need(entry, dict, where)
+            need(entry.get("name"), str, f"{where}.name")
+            body = entry.get(inner)
+            need(body, dict, f"{where}.{inner}")
+            for key, kind in _SHAPE[inner].items():
+                need((body or {}).get(key), kind, f"{where}.{inner}.{key}")
+            plugin = (body or {}).get("exec")
+            if inner == "user" and plugin:
+                for key, kind in _SHAPE["exec"].items():
+                    need(plugin.get(key), kind, f"{where}.user.exec.{key}")
+                for number, arg in enumerate(plugin.get("args") or []):
+                    need(arg, str, f"{where}.user.exec.args[{number}]")
+                for number, item in enumerate(plugin.get("env") or []):
+                    need(item, dict, f"{where}.user.exec.env[{number}]")
+                    for key in ("name", "value"):
+                        need(item.get(key), str, f"{where}.user.exec.env[{number}].{key}")
 
 
 _PATH_KEYS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
@@ -366,6 +460,31 @@ def _load_cert_chain(context: ssl.SSLContext, cert_pem: str, key_pem: str) -> No
             os.close(fd)
 
 
+def _exec_extension(extensions: object) -> object:
+    """The cluster's ``client.authentication.k8s.io/exec`` extension, as client-go passes it;
+    None if it is missing or too large to send (a YAML alias bomb would expand in json.dumps)."""
+    for item in extensions if isinstance(extensions, list) else []:
+        if isinstance(item, dict) and item.get("name") == "client.authentication.k8s.io/exec":
+            value = item.get("extension")
+            return value if _small(value, 10_000) else None
+    return None
+
+
+def _small(value: object, limit: int) -> bool:
+    """Fewer than ``limit`` values in all, shared ones counted each time they appear."""
+    pending, seen = [value], 0
+    while pending:
+        seen += 1
+        if seen > limit:
+            return False
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return True
+
+
 async def run_exec_plugin(
     spec: Json, cluster: Json, environ: Mapping[str, str], budget: float
 ) -> _Plugin:
@@ -392,7 +511,7 @@ async def run_exec_plugin(
                 "tls-server-name": cluster.get("tls-server-name"),
                 "insecure-skip-tls-verify": cluster.get("insecure-skip-tls-verify"),
                 "certificate-authority-data": cluster.get("certificate-authority-data"),
-                "config": (cluster.get("extensions") or {}),
+                "config": _exec_extension(cluster.get("extensions")),
             }.items()
             if v
         }
@@ -408,6 +527,7 @@ async def run_exec_plugin(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,  # its children are stopped with it (see below)
         )
     except OSError as exc:
         hint = f" ({spec['installHint']})" if spec.get("installHint") else ""
@@ -416,32 +536,42 @@ async def run_exec_plugin(
         async with asyncio.timeout(budget):
             stdout, _ = await process.communicate()
     except BaseException:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        # The whole group: a child left holding stdout would keep the pipe open, and asyncio
+        # (3.11) waits for the pipes before wait() returns. Reaped by the child watcher.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
         raise
     if process.returncode != 0:
         raise CredentialError(f"exec plugin {shown} exited with status {process.returncode}")
+    from waitfor import jsonexpect as expect
+
+    not_one = f"exec plugin {shown} did not print an ExecCredential of {api_version}"
     try:
-        credential = json.loads(stdout)
-        status = credential.get("status") or {}
-    except (ValueError, AttributeError):
-        raise CredentialError(f"exec plugin {shown} did not print an ExecCredential") from None
-    if credential.get("apiVersion") != api_version or credential.get("kind") != "ExecCredential":
-        raise CredentialError(
-            f"exec plugin {shown} printed a {credential.get('kind')!r} of apiVersion "
-            f"{credential.get('apiVersion')!r}, not an ExecCredential of {api_version}"
-        )
-    token = status.get("token") or None
-    cert = status.get("clientCertificateData") or None
-    key = status.get("clientKeyData") or None
+        credential = expect.load(stdout.decode())  # bounded nesting
+    except (ValueError, UnicodeError):
+        raise CredentialError(not_one) from None
+    # What it printed is not shown: it may be the credential itself.
+    if not isinstance(credential, dict) or (
+        credential.get("apiVersion") != api_version or credential.get("kind") != "ExecCredential"
+    ):
+        raise CredentialError(not_one)
+    status = credential.get("status") or {}
+    if not isinstance(status, dict):
+        raise CredentialError(not_one)
+    token = _text(status.get("token")) or None
+    cert = _text(status.get("clientCertificateData")) or None
+    key = _text(status.get("clientKeyData")) or None
     if not token and not (cert and key):
         raise CredentialError(f"exec plugin {shown} gave neither a token nor a certificate")
     expires = 0.0
     if status.get("expirationTimestamp"):
         try:
-            stamp = str(status["expirationTimestamp"]).replace("Z", "+00:00")
+            stamp = _text(status["expirationTimestamp"]).replace("Z", "+00:00")
             expires = datetime.fromisoformat(stamp).timestamp() - EXPIRY_MARGIN
         except ValueError:
             raise CredentialError(f"exec plugin {shown}: unreadable expirationTimestamp") from None
     return _Plugin(token=token, cert_pem=cert, key_pem=key, expires=expires)
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
