@@ -391,3 +391,22 @@ def test_a_bad_option_is_still_named_as_an_option() -> None:
     result = waitfor("-t", "bogus", "tcp://127.0.0.1:1")
     assert result.returncode == 2
     assert "Invalid value for '-t' / '--timeout'" in result.stderr
+
+
+def test_a_signal_wrapped_by_class_creation_is_still_a_signal() -> None:
+    """A signal landing in a ``__set_name__`` (while a module defines a class) reaches us as a
+    RuntimeError caused by it (seen: platform.uname_result's cached_property, SIGINT at 10 ms)."""
+    import signal
+
+    from waitfor.entry import Signalled, signalled_in
+
+    class Landing:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise Signalled(signal.SIGINT)
+
+    with pytest.raises(RuntimeError) as info:
+        type("Defined", (), {"field": Landing()})
+    found = signalled_in(info.value)
+    assert found is not None
+    assert found.signum == signal.SIGINT
+    assert signalled_in(RuntimeError("unrelated")) is None

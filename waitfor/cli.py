@@ -27,6 +27,7 @@ from waitfor.entry import (
     ignore_interrupts,
     install,
     interrupt,
+    signalled_in,
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
@@ -475,10 +476,13 @@ def run() -> NoReturn:
         main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-    except Signalled as exc:  # before main's own handling began
+    except BaseException as exc:  # a signal before main's own handling began, maybe wrapped
+        signalled = signalled_in(exc)
+        if signalled is None:
+            raise
         ignore_interrupts()
-        code = 128 + exc.signum
-        sys.stderr.write(error_line(exc.describe(), code, as_json=_ERRORS["json"]))
+        code = 128 + signalled.signum
+        sys.stderr.write(error_line(signalled.describe(), code, as_json=_ERRORS["json"]))
     flush_stdio()
     os._exit(code)
 

@@ -58,12 +58,29 @@ def ignore_interrupts() -> None:
         signal.signal(signum, exiting)
 
 
+def signalled_in(exc: BaseException) -> Signalled | None:
+    """The :class:`Signalled` an exception is, or was raised from: Python wraps what a class
+    body's ``__set_name__`` raises (a signal landing while a module defines a class) in a
+    RuntimeError, with the signal as its cause."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, Signalled):
+            return found
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return None
+
+
 def run() -> NoReturn:
     """The ``waitfor`` command (console script, ``python -m waitfor``)."""
     install()
     try:
         from waitfor import cli
-    except Signalled as exc:  # while importing: nothing else has started
-        os.write(2, f"waitfor: error: {exc.describe()}\n".encode())
-        os._exit(128 + exc.signum)
+    except BaseException as exc:  # while importing: nothing else has started
+        signalled = signalled_in(exc)
+        if signalled is None:
+            raise
+        os.write(2, f"waitfor: error: {signalled.describe()}\n".encode())
+        os._exit(128 + signalled.signum)
     cli.run()
