@@ -149,7 +149,7 @@ def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
     for port in ports:
         [line] = [line for line in run.stderr.splitlines() if f":{port}#" in line]
         reason = line.partition("attempts): ")[2] or line.partition("attempt): ")[2]
-        if in_flight := re.fullmatch(r"timed out after [\d.]+s \(previous attempt: (.*)\)", reason):
+        if in_flight := re.fullmatch(r"timed out after [\d.]+s; previous attempt: (.*)", reason):
             reason = in_flight[1]  # one more attempt was under way at the deadline
         reasons.add(reason)
     # Cut greetings PyMySQL can still log in with meet the peer's hang-up; no attempt is stuck.
