@@ -244,6 +244,33 @@ def _unix(s: Servers) -> list[str]:
     return ["unix:///run/app/app.sock", "http+unix://%2Frun%2Fapp%2Fapp.sock/healthz#status=200"]
 
 
+def _kafka(s: Servers) -> list[str]:
+    """librdkafka's mock cluster (the stand-in for Kafka); kafka+ssl through a TLS terminator."""
+    from tests.kafkamock import mock_cluster
+
+    cluster = s.stack.enter_context(mock_cluster(brokers=2))
+    cluster.create_topic("orders", partitions=2)
+    first = cluster.addresses[0]
+    port = s.stack.enter_context(tls_terminator(int(first.rpartition(":")[2]), _brokers_tls(s)))
+    return [
+        f"kafka://{cluster.bootstraps}#brokers=2&topic=orders",
+        f"kafka+ssl://localhost:{port}#cacert={CA_IN_IMAGE}",
+    ]
+
+
+def _mongodb(s: Servers) -> list[str]:
+    """mockupdb (the stand-in for mongod) answering hello; TLS through a terminator."""
+    from tests.kinds.test_mongodb import Server
+
+    server = Server()
+    s.stack.callback(server.mock.stop)
+    port = s.stack.enter_context(tls_terminator(server.port, _brokers_tls(s)))
+    return [
+        f"mongodb://127.0.0.1:{server.port}/app#primary",
+        f"mongodb://localhost:{port}/?tls=true&tlsCAFile={CA_IN_IMAGE}",
+    ]
+
+
 ROWS: dict[str, Row] = {
     "tcp": Row(("tcp",), lambda s: ["tcp://127.0.0.1:5432", "tcp://localhost:6379"]),
     "http": Row(("http", "https"), _http),
@@ -260,11 +287,18 @@ ROWS: dict[str, Row] = {
     "file": Row(("file",), lambda s: [f"file://{CA_IN_IMAGE}#nonempty"]),
     # no shell or tools in the image: the command is waitfor itself (subprocesses work there)
     "exec": Row(("exec",), lambda s: ["exec:waitfor -q -t 30 tcp://127.0.0.1:5432"]),
+    "kafka": Row(("kafka", "kafka+ssl"), _kafka),
+    "mongodb": Row(("mongodb",), _mongodb),
 }
 
 
 #: schemes proved in the image by a file of their own (they need more than a server)
 ELSEWHERE = {"k8s": "tests/image/test_k8s_in_image.py (the in-cluster path, the lab)"}
+#: schemes not run in the image, and why (each needs what the image test cannot give it)
+NOT_IN_IMAGE = {
+    "mongodb+srv": "SRV and TXT records from the container's own resolver; the seeds it finds "
+    "are probed as mongodb:// targets are (a row above)",
+}
 
 
 def registered_schemes() -> set[str]:
@@ -272,7 +306,8 @@ def registered_schemes() -> set[str]:
 
 
 def test_every_scheme_has_a_row() -> None:
-    covered = {scheme for row in ROWS.values() for scheme in row.schemes} | set(ELSEWHERE)
+    covered = {scheme for row in ROWS.values() for scheme in row.schemes}
+    covered |= set(ELSEWHERE) | set(NOT_IN_IMAGE)
     assert registered_schemes() - covered == set(), "a kind without a row in ROWS"
 
 

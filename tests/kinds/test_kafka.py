@@ -21,7 +21,7 @@ from tests.kafkamock import MockCluster, mock_cluster
 from tests.servers import scripted_peer
 from waitfor import TargetError, parse_target, wait_for
 from waitfor.kind import Outcome
-from waitfor.kinds.kafka import wire
+from waitfor.kinds.kafka import scram, wire
 
 
 @pytest.fixture
@@ -297,7 +297,7 @@ def test_a_mechanism_the_broker_does_not_offer_is_a_configuration_error() -> Non
 
 def test_scram_client_against_rfc_7677_vector() -> None:
     """RFC 7677's SCRAM-SHA-256 example: user, pencil, the client nonce rOprNGfwEbeRWgbNEkqO."""
-    client = wire.Scram("sha256", "user", "pencil")
+    client = scram.Scram("sha256", "user", "pencil")
     client.nonce = "rOprNGfwEbeRWgbNEkqO"
     assert client.first() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
     final = client.final(
