@@ -159,7 +159,7 @@ def test_in_cluster_job_wait_forbidden_then_bound(
     finally:
         container.remove()
     assert code == 0, out
-    assert "k8s:job/migrate is ready (complete)" in out
+    assert "k8s:job/migrate is ready: complete" in out
     assert token not in out
     assert "Traceback" not in out
 
