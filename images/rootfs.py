@@ -123,6 +123,11 @@ def install_venv(venv: Path, site: Path, root: Path) -> None:
     for pattern in UNUSED_ACCELERATORS:
         for accelerator in packages.glob(pattern):
             accelerator.unlink()
+    # METADATA keeps its headers (the version --version reads) but not the long description: the
+    # README, which a package manager shows and nothing in the image reads (about 90 kB)
+    for metadata in packages.glob("*.dist-info/METADATA"):
+        headers, _, _ = metadata.read_text(encoding="utf-8").partition("\n\n")
+        metadata.write_text(headers + "\n", encoding="utf-8")
 
 
 def console_scripts(site: Path) -> set[str]:
