@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waitfor import redaction, urls
-from waitfor.kind import Address, host_port
+from waitfor.kind import Address, OptionPairs, host_port
 from waitfor.kinds.conversation import ConversationCheck, ConversationOptions
 
 if TYPE_CHECKING:
@@ -26,7 +26,12 @@ DEFAULT_PORT = 11211
 class MemcachedCheck(ConversationCheck[ConversationOptions]):
     SERVER = "memcached"
     DEFAULT_PORT = DEFAULT_PORT
+    OPTION_NAMES = frozenset()  # no modes, no TLS: the text protocol has neither
     USAGE = (("memcached://[USER:PASSWORD@]HOST[:PORT]", "version answers VERSION ..."),)
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> ConversationOptions:
+        return cls.parse_common(pairs)
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
