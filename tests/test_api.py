@@ -218,3 +218,23 @@ def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
     imported = set(listing.read_text().split())
     assert "waitfor.kinds.tcp" in imported
     assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.kinds.http"}
+
+
+def test_zero_timeout_makes_exactly_one_attempt_per_target() -> None:
+    """Not the quick first attempt and then the runner's: one probe each, ready or not."""
+    port = free_port()
+    events: list[str] = []
+    with tcp_listener(port), pytest.raises(WaitTimeout) as info:
+        wait_for(
+            f"tcp://127.0.0.1:{port}",
+            f"tcp://127.0.0.1:{free_port()}",
+            timeout=0,
+            on_event=lambda event: events.append(event.type.name),
+        )
+    assert events.count("ATTEMPT") == 2
+    assert [r.attempts for r in info.value.results] == [1, 1]
+
+
+def test_zero_timeout_and_a_stable_window_cannot_both_hold() -> None:
+    with pytest.raises(UsageError, match="no stable window can pass"):
+        wait_for("tcp://127.0.0.1:1", timeout=0, stable=0.3)

@@ -241,3 +241,27 @@ def test_ipv4_literals_are_what_ipaddress_accepts(text: str) -> None:
     else:
         accepted = True
     assert urls.is_ipv4(text) == accepted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql://host=127.0.0.1 port=1 password=SEC5 user=x",
+        "postgresql://u@db:5432,h2 password=SEC5/x",
+        "tcp://db password=SEC5:80",
+        "dns:db password=SEC5",
+    ],
+)
+def test_a_password_written_where_a_host_goes_is_never_quoted(text: str) -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target(text)
+    assert "SEC5" not in str(info.value)
+    assert "sec5" not in str(info.value).lower()
+
+
+def test_a_global_key_password_only_reaches_targets_with_a_certificate() -> None:
+    """--key-password (WAITFOR_KEY_PASSWORD) beside targets without #cert: they are not refused."""
+    plain = parse_target("https://api/", defaults={"key_password": "pw"})
+    assert plain.scheme == "https"
+    with pytest.raises(TargetError, match="key-password needs a client certificate"):
+        parse_target("https://api/#key-password=pw")

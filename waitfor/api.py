@@ -60,6 +60,8 @@ class Wait:
             raise UsageError(f"invert must be True or False, not {type(invert).__name__}")
         self.invert = invert
         self.stable = _seconds(stable, "stable", zero=True)
+        if self.once and any(self._stable(target) for target in self.targets):
+            raise UsageError("timeout=0 makes one attempt per target: no stable window can pass")
         if not isinstance(any_ready, bool):
             raise UsageError(f"any_ready must be True or False, not {type(any_ready).__name__}")
         self.any_ready = any_ready
@@ -85,6 +87,8 @@ class Wait:
         from waitfor import quickstart
 
         started = self._begin()
+        if self.once:
+            return None  # one attempt per target: the runner's, whose "not ready" says why
         if self.invert or self.any_ready or any(self._stable(t) for t in self.targets):
             return None  # "ready now" is not stable yet; --any reports as the runner does
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)

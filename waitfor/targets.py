@@ -134,6 +134,9 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         for key, value in (defaults or {}).items():
             if key in cls.OPTION_NAMES and key not in given:
                 pairs.append((key, value))
+        if "key_password" not in given and not any(k == "cert" for k, _ in pairs):
+            # a global --key-password is for the targets with a client certificate, not all
+            pairs = [(k, v) for k, v in pairs if k != "key_password"]
         options = cls.parse_options(pairs)
     except ValueError as exc:
         # Messages quote only what is not secret: hosts, ports, option names, paths.

@@ -67,10 +67,17 @@ def dns_name(name: str, what: str) -> str:
     try:
         ascii_name = idna(name).decode("ascii")
     except UnicodeError:
-        raise ValueError(f"invalid {what} {name!r}") from None
+        raise ValueError(f"invalid {what} {quoted_name(name)}") from None
     if not re.fullmatch(_HOSTNAME, ascii_name.lower()) or len(ascii_name.rstrip(".")) > 253:
-        raise ValueError(f"invalid {what} {name!r}")
+        raise ValueError(f"invalid {what} {quoted_name(name)}")
     return ascii_name
+
+
+def quoted_name(name: str) -> str:
+    """A rejected name as an error quotes it: up to the first space or ``=``, where what follows
+    may be a keyword DSN's ``password=`` written where a host goes."""
+    head = re.split(r"[\s=]", name, maxsplit=1)[0]
+    return repr(head) + ("..." if len(head) < len(name) else "")
 
 
 def idna(name: str) -> bytes:
@@ -170,6 +177,6 @@ def resolvable_name(name: str) -> None:
     try:
         encoded = idna(name)
     except UnicodeError:
-        raise ValueError(f"invalid host name {name!r}") from None
+        raise ValueError(f"invalid host name {quoted_name(name)}") from None
     if len(encoded.rstrip(b".")) > 253:
         raise ValueError(f"invalid host name {name[:40]!r}... (longer than 253 characters)")

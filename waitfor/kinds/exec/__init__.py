@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
 from waitfor.redaction import MASK, is_secret_name, userinfo
-from waitfor.urlsplit import urlsplit
+from waitfor.redaction import query as redaction_query
+from waitfor.urlsplit import unquote, urlsplit
 from waitfor.values import Value
 
 if TYPE_CHECKING:
@@ -130,13 +131,15 @@ def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:
                 continue
             shown.append("-p" + _HOLE)  # mysql -pPASS
             secrets.add(arg[2:])
-        elif not match and arg.startswith("-") and is_secret_name(arg):
+        elif arg[:2] in _ATTACHED and len(arg) > 2:  # -uUSER:PASS, -HName:value (curl)
+            shown.append(arg[:2] + _hidden(_SHORT[arg[:2]], arg[2:], secrets))
+        elif not match and arg.startswith("-") and is_secret_name(arg) and ":" not in arg:
             shown.append(arg)
             pending = "secret"
         elif arg in _SHORT:
             shown.append(arg)
             pending = _SHORT[arg]
-        elif "://" in arg and "@" in arg and (url := _url_with_password(arg)):
+        elif "://" in arg and (url := _url_with_password(arg)):
             shown.append(url[0])
             secrets.update(value for value in url[1:] if value)
         else:
@@ -148,6 +151,8 @@ def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:
 _SHORT = {"-p": "-p", "-a": "secret", "-u": "user", "-U": "user", "-H": "header"}
 _SHORT.update({"--user": "user", "--proxy-user": "user", "--header": "header"})
 _VALUE_OF = {"user": "user", "proxy-user": "user", "header": "header"}
+#: short options whose value may be attached (``-uapp:pw``); -a and -p are handled apart
+_ATTACHED = frozenset({"-u", "-U", "-H"})
 #: commands whose ``-p`` is a port (a port number after it is shown)
 _PORT_P = frozenset(
     {"redis-cli", "valkey-cli", "keydb-cli", "pg_isready", "psql", "ssh", "nc", "ncat", "netcat"}
@@ -192,7 +197,8 @@ def _is_port(word: str) -> bool:
 
 
 def _url_with_password(arg: str) -> tuple[str, ...] | None:
-    """(the URL with its password as ``_HOLE``, the password), if it has one."""
+    """(the URL with its password and secret-named query values as ``_HOLE``, those values), if
+    it has any."""
     try:
         parts = urlsplit(arg)
         password = parts.password
@@ -200,11 +206,17 @@ def _url_with_password(arg: str) -> tuple[str, ...] | None:
         scheme, _, rest = arg.partition("://")
         user_info, _, hostpart = rest.rpartition("@")
         return f"{scheme}://{_HOLE}@{hostpart}", user_info, user_info.partition(":")[2]
-    if not password:
+    hidden = [unquote(value) for name, value in _query_items(parts.query) if is_secret_name(name)]
+    if not password and not hidden:
         return None
-    netloc = userinfo(parts.username, password).replace(MASK, _HOLE)
-    netloc += parts.hostport
+    netloc = userinfo(parts.username, password).replace(MASK, _HOLE) if password else ""
+    netloc += parts.hostport if password else parts.netloc
     scheme = f"{parts.scheme}:" if parts.scheme else ""
-    query = f"?{parts.query}" if parts.query else ""
+    query = f"?{redaction_query(parts.query).replace(MASK, _HOLE)}" if parts.query else ""
     fragment = f"#{parts.fragment}" if parts.fragment else ""
-    return f"{scheme}//{netloc}{parts.path}{query}{fragment}", password  # as urlunsplit joins
+    shown = f"{scheme}//{netloc}{parts.path}{query}{fragment}"  # as urlunsplit joins
+    return (shown, *([password] if password else []), *hidden)
+
+
+def _query_items(query: str) -> list[tuple[str, str]]:
+    return [(unquote(n), v) for n, eq, v in (i.partition("=") for i in query.split("&")) if eq]

@@ -14,6 +14,7 @@ but that was never given cannot appear by retrying, so that one is a configurati
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -82,6 +83,11 @@ class PostgresCheck(Check[PostgresOptions]):
         params = conninfo.complete(given, os.environ)
         secrets = {params[k] for k in ("password", "sslpassword") if params.get(k)}
         for endpoint in conninfo.endpoints(params):
+            if not dsn and re.search(r"[\s=]", endpoint.host):
+                # a keyword DSN behind postgresql:// (its password= would be shown as a host)
+                raise ValueError(
+                    "a host cannot hold spaces or '=': a keyword DSN goes without a scheme"
+                )
             if not endpoint.is_socket and endpoint.address == endpoint.host:
                 urls.resolvable_name(endpoint.host)  # pg_isready: "no response" for ever
         first = conninfo.endpoints(params)[0]
