@@ -98,15 +98,20 @@ class ConversationCheck(Check[OptionsT]):
         return tls.client_context_for(self.options.tls)
 
     async def probe(self, deadline: Deadline) -> Outcome:
+        return await self.probe_at(self.address, self.conversation(), deadline)
+
+    async def probe_at(
+        self, address: tuple[str, int], conversation: Conversation, deadline: Deadline
+    ) -> Outcome:
+        """One attempt of ``conversation`` at ``address`` (one of several, for a kind whose target
+        lists hosts), its failures worded as every kind's."""
         from waitfor.net.aio import NetError
         from waitfor.net.conversation import Closed, TooLong, attempt
 
         context = self.tls_context if self.tls_from_start else None
         upgrade = lambda: self.tls_context  # noqa: E731 - a conversation's StartTls, if it has one
         try:
-            return await attempt(
-                self.address, self.conversation(), deadline, tls=context, starttls=upgrade
-            )
+            return await attempt(address, conversation, deadline, tls=context, starttls=upgrade)
         except NetError as exc:  # a StartTls handshake that failed
             return Outcome.down(str(exc))
         except (ProtocolError, Closed, TooLong, OSError) as exc:

@@ -1,10 +1,11 @@
 """Targets that name several servers (``kafka://h1:9092,h2:9092``, a MongoDB seed list): any one
 that answers will do, as the clients' bootstrap treats them.
 
-The conversation template (:mod:`waitfor.kinds.conversation`) talks to one address; a kind with a
-list parses it with :func:`split` and probes it with :func:`first_ready` (on the event loop: every
-address at once, the first ready answer wins, the others are cancelled) and :func:`first_ready_now`
-(the quick first attempt: one after the other, each with its share of the time left).
+The conversation template's ``probe_at`` (:mod:`waitfor.kinds.conversation`) talks to one
+address; a kind with a list parses it with :func:`split` and probes it with :func:`first_ready`
+(on the event loop: every address at once, the first ready answer wins, the others are
+cancelled) and :func:`first_ready_now` (the quick first attempt: one after the other, each with
+its share of the time left).
 """
 
 from __future__ import annotations
@@ -14,14 +15,10 @@ from typing import TYPE_CHECKING
 
 from waitfor import urls
 from waitfor.kind import Outcome, host_port
-from waitfor.kinds.conversation import ProtocolError, failure_reason
 from waitfor.values import Value
 
 if TYPE_CHECKING:
-    import ssl
-
     from waitfor.deadline import Deadline
-    from waitfor.net.conversation import Conversation
 
 HostPort = tuple[str, int]
 MAX_SEEDS = 100  # a list longer than any cluster's bootstrap is a mistake, not a cluster
@@ -85,26 +82,6 @@ def as_param(seeds: Sequence[HostPort]) -> str:
 def from_param(value: str) -> tuple[HostPort, ...]:
     pairs = (item.rpartition(" ") for item in value.split(","))
     return tuple((host, int(port)) for host, _, port in pairs)
-
-
-async def attempt_at(
-    address: HostPort,
-    conversation: Conversation,
-    deadline: Deadline,
-    server: str,
-    *,
-    tls: ssl.SSLContext | None = None,
-) -> Outcome:
-    """The template's probe for one address of many (its failures worded the same way)."""
-    from waitfor.net.aio import NetError
-    from waitfor.net.conversation import Closed, TooLong, attempt
-
-    try:
-        return await attempt(address, conversation, deadline, tls=tls)
-    except NetError as exc:
-        return Outcome.down(str(exc))
-    except (ProtocolError, Closed, TooLong, OSError) as exc:
-        return Outcome.down(failure_reason(exc, server))
 
 
 async def first_ready(

@@ -94,12 +94,8 @@ class KafkaCheck(ConversationCheck[KafkaOptions]):
         return wire.check(wanted)
 
     async def probe(self, deadline: Deadline) -> Outcome:
-        context = self.tls_context if self.tls_from_start else None
         return await seeds.first_ready(
-            self.seeds,
-            lambda seed: seeds.attempt_at(
-                seed, self.conversation(), deadline, self.SERVER, tls=context
-            ),
+            self.seeds, lambda seed: self.probe_at(seed, self.conversation(), deadline)
         )
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:

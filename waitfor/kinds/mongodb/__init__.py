@@ -137,9 +137,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         self, seed: seeds.HostPort, deadline: Deadline
     ) -> tuple[Outcome, Document | None]:
         found: list[Document] = []
-        context = self.tls_context if self.tls_from_start else None
-        hello = self._hello(found)
-        outcome = await seeds.attempt_at(seed, hello, deadline, self.SERVER, tls=context)
+        outcome = await self.probe_at(seed, self._hello(found), deadline)
         return outcome, (found[0] if found else None)
 
     async def probe(self, deadline: Deadline) -> Outcome:
