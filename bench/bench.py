@@ -27,6 +27,7 @@ from bench.scenarios import (
     detection,
     dns_server,
     greeting_at,
+    instructions,
     queries_logged,
     redis_ready_at,
     rejected_logged,
@@ -43,7 +44,16 @@ from tests.servers import (
 )
 
 OUT = Path("docs/bench")
-SECTIONS = ["cold_start", "detection", "probe_rate", "fan_out", "footprint", "brokers", "k8s"]
+SECTIONS = [
+    "cold_start",
+    "instructions",
+    "detection",
+    "probe_rate",
+    "fan_out",
+    "footprint",
+    "brokers",
+    "k8s",
+]
 
 
 def main() -> None:
@@ -77,6 +87,7 @@ def main() -> None:
     try:
         with dns_server() as dns:
             section("cold_start", lambda: measure_cold_start(wf, wfi, dns.address, stores, runs))
+            section("instructions", lambda: measure_instructions(wf, wfi, dns.address, args.quick))
             section("detection", lambda: measure_detection(wf, wfi, postgres, stores, trials))
             section("probe_rate", lambda: measure_probe_rates(wf, postgres, 2 if args.quick else 6))
             section("fan_out", lambda: measure_fan_out(wf, wfi, dns.address, args.quick))
@@ -144,6 +155,7 @@ def _cold_start(
             Tool("waitfor postgresql", [wf, "-q", "postgresql://127.0.0.1:5432/postgres"]),
             Tool("pg_isready", ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]),
             Tool("waitfor dns", [wf, "-q", f"dns://{dns}/ready.test"]),
+            Tool("waitfor dns:localhost", [wf, "-q", "dns:localhost"]),
             Tool("busybox nslookup", ["busybox", "nslookup", "ready.test", dns]),
             Tool("waitfor http", [wf, "-q", url]),
             Tool("curl", ["curl", "-fsS", "-o", "/dev/null", url]),
@@ -165,6 +177,34 @@ def _cold_start(
             Tool("waitfor exec", [wf, "-q", "exec:true"]),
         ]
         return as_dict(cold_start(tools, runs))
+
+
+def measure_instructions(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, int]:
+    """Instructions of one cold start with a ready target (callgrind), beside wait-for-it's."""
+    port = free_port()
+    with (
+        tcp_listener(port),
+        http_server(Script(body=b'{"status": "UP"}')) as (url, _),
+        tls_http_server() as (https_url, ca_file),
+        tempfile.TemporaryDirectory(prefix="waitfor-bench-") as scratch,
+        unix_http_server(f"{scratch}/app.sock"),
+    ):
+        unix_url = f"http+unix://{quote(f'{scratch}/app.sock', safe='')}/"
+        runs = {
+            "wait-for-it tcp": [wfi, "-q", "-s", f"127.0.0.1:{port}"],
+            "waitfor tcp": [wf, "-q", f"tcp://127.0.0.1:{port}"],
+            "waitfor http": [wf, "-q", url],
+            "waitfor http status= header=": [wf, "-q", f"{url}/#status=200&header=X-A:%20b"],
+            "waitfor http json=": [wf, "-q", f"{url}/#json=status==UP"],
+            "waitfor http+unix": [wf, "-q", unix_url],
+            "waitfor https": [wf, "-q", f"{https_url}/#cacert={ca_file}"],
+            "waitfor dns:localhost": [wf, "-q", "dns:localhost"],
+            "waitfor dns://server/name": [wf, "-q", f"dns://{dns}/ready.test"],
+            "waitfor postgresql": [wf, "-q", "postgresql://127.0.0.1:5432/postgres"],
+        }
+        if quick:  # the smoke test: a yardstick and one of ours, once
+            return {name: instructions(argv, 1) for name, argv in list(runs.items())[:2]}
+        return {name: instructions(argv) for name, argv in runs.items()}
 
 
 #: what people write without grpc_health_probe: the health stub from grpcio

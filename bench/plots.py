@@ -56,6 +56,8 @@ def tables(r: dict[str, Any]) -> str:
         out.append(
             f"| {tool} | {ms(v['median'])} | {ms(v['p10'])}-{ms(v['p90'])} | {ratio} | {to_wfi} |"
         )
+    if "instructions" in r:
+        out += instruction_table(r["instructions"])
     out += [
         "",
         "## Detection latency (waiter exit minus the moment the dependency was ready)",
@@ -106,6 +108,23 @@ def tables(r: dict[str, Any]) -> str:
     if "k8s" in r:
         out += k8s_tables(r["k8s"])
     return "\n".join(out) + "\n"
+
+
+def instruction_table(counts: dict[str, int]) -> list[str]:
+    base = counts[WAIT_FOR_IT]
+    out = [
+        "",
+        "## Cold start in instructions (callgrind)",
+        "",
+        "Instructions one run executes, unlike wall time the same under any load "
+        "(`valgrind --tool=callgrind`, `PYTHONHASHSEED=0`).",
+        "",
+        "| tool | instructions | ratio to wait-for-it |",
+        "| --- | --- | --- |",
+    ]
+    for tool, count in counts.items():
+        out.append(f"| {tool} | {count / 1e6:.1f} M | {count / base:.2f}x |")
+    return out
 
 
 BROKER_PEERS = {

@@ -188,6 +188,25 @@ def cold_start(tools: list[Tool], runs: int) -> list[Series]:
     return series
 
 
+def instructions(argv: list[str], runs: int = 3) -> int:
+    """Instructions one run executes (callgrind), the least of ``runs``: unlike wall time, the
+    same under any load, except that valgrind's slowdown can outlast the 0.25 s quick first
+    attempt on a busy machine, and the event loop's path then adds its imports."""
+    counts = []
+    for _ in range(runs):
+        result = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+            capture_output=True,
+            text=True,
+        )
+        refs = re.search(r"I\s+refs:\s+([\d,]+)", result.stderr)
+        if result.returncode != 0 or refs is None:
+            raise RuntimeError(f"failed under callgrind: {argv[:4]}...: {result.stderr[-300:]!r}")
+        counts.append(int(refs.group(1).replace(",", "")))
+    return min(counts)
+
+
 # --- detection latency -----------------------------------------------------------------------
 
 

@@ -36,8 +36,12 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert bench.returncode == 0, stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"cold_start", "detection", "probe_rate", "fan_out", "footprint"}
+    # callgrind's counts: real runs of both, and the yardstick well above bare start-up
+    assert set(results["instructions"]) == {"wait-for-it tcp", "waitfor tcp"}
+    assert all(count > 50e6 for count in results["instructions"].values())
     assert set(results["detection"]) == {"tcp", "http", "postgresql", "mysql", "redis", "dns"}
     report = (tmp_path / "README.md").read_text()
     assert "| waitfor tcp |" in report
+    assert "## Cold start in instructions" in report
     for plot in ("cold_start.png", "detection.png", "fan_out.png"):
         assert (tmp_path / plot).stat().st_size > 1000
