@@ -17,37 +17,34 @@ AAAA at once and counts as found when either has an answer. Unlike dnspython's s
 of NXDOMAIN, no data (NODATA) or SERVFAIL moves on to the next candidate, as glibc does; no
 answer at all (a timeout) or REFUSED stops the search list, the name as given still being tried.
 Every server is asked in turn, ``attempts`` rounds, each query waiting ``timeout`` seconds.
+
+This module decides all of that without doing any I/O on the network and without dnspython
+(whose import costs more than the rest of a start): :func:`res_search` and :func:`res_send` are
+generators that say what to ask next and are told what came back. Two drivers run them: the
+runner's, on the event loop with dnspython (:mod:`.stub`), and the first attempt's, on a blocking
+socket (:mod:`.quick`). A record is whatever the driver's messages hold (dnspython's rdata, or
+the text forms the quick reader makes); this module only passes records along.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
-import dns.asyncquery
-import dns.exception
-import dns.flags
-import dns.message
-import dns.name
-import dns.rcode
-import dns.rdata
-import dns.rdatatype
-
-from waitfor.net.activity import waiting_on
-from waitfor.urls import host_port
+from waitfor.values import Value
 
 HOSTS = "/etc/hosts"
 NSSWITCH = "/etc/nsswitch.conf"
 MAX_NAMESERVERS = 3  # glibc's MAXNS
 DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
 STATUSES = ("SUCCESS", "NOTFOUND", "UNAVAIL", "TRYAGAIN")
+NOERROR, SERVFAIL, NXDOMAIN, NOTIMP, REFUSED = 0, 2, 3, 4, 5
+#: what a driver tells :func:`res_send` when a server gave no answer it could use
+CONNECTION_REFUSED, NO_ANSWER = "connection refused", "no answer"
 
 
-@dataclass(frozen=True)
-class ResolverConfig:
+class ResolverConfig(Value):
     nameservers: tuple[str, ...] = ("127.0.0.1",)
     search: tuple[str, ...] = ()
     ndots: int = 1
@@ -140,6 +137,8 @@ def _criteria(text: str, actions: dict[str, str]) -> None:
 
 def hosts_file_addresses(name: str, path: str = HOSTS) -> list[str] | None:
     """Every address /etc/hosts gives ``name`` (None when the file cannot be read)."""
+    import ipaddress  # here: a start that never reads /etc/hosts does not pay for it
+
     try:
         with open(path, encoding="utf-8", errors="replace") as file:
             lines = file.read(4 * 1024 * 1024).splitlines()
@@ -160,13 +159,26 @@ def hosts_file_addresses(name: str, path: str = HOSTS) -> list[str] | None:
     return found
 
 
-@dataclass
-class Candidate:
+class Reply(Value):
+    """A nameserver's answer to one query, as far as the resolver looks at it."""
+
+    rcode: int
+    rcode_text: str  # "NXDOMAIN", as dnspython names it
+    records: tuple[Any, ...]  # the records of the type asked, in the answer's order
+    server: str = ""  # host:port, named when it failed (SERVFAIL, REFUSED, NOTIMP)
+
+
+class NoAnswer(Value):
+    detail: str
+    unreachable: bool  # every server refused the connection (ICMP): nss_dns's UNAVAIL
+
+
+class Candidate(Value):
     """One fully qualified name asked of the DNS, and what came of it."""
 
     name: str
-    records: list[dns.rdata.Rdata] = field(default_factory=list)
-    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL from ...", "REFUSED from ...", "timeout"
+    records: tuple[Any, ...] = ()
+    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL", "REFUSED", "timeout", "unreachable"
     detail: str = ""  # for reasons: "SERVFAIL from 10.96.0.10:53", "no answer from ... in 5s"
 
 
@@ -179,12 +191,11 @@ _STATUS = {
 }
 
 
-@dataclass
-class Search:
-    """What a search-list lookup found: the addresses, or every candidate tried."""
+class Search(Value):
+    """What a search-list lookup found: the records, or every candidate tried."""
 
-    records: list[dns.rdata.Rdata]
-    tried: list[Candidate]
+    records: tuple[Any, ...]
+    tried: tuple[Candidate, ...]
     as_is_first: bool = False
 
     @property
@@ -215,91 +226,75 @@ def candidates(name: str, config: ResolverConfig) -> list[str]:
     return searched + as_is
 
 
-async def search(name: str, rdtypes: tuple[str, ...], config: ResolverConfig) -> Search:
-    """res_search: stop at the first candidate with an answer of one of ``rdtypes``."""
+def res_search(name: str, config: ResolverConfig) -> Generator[str, Candidate, Search]:
+    """res_search: yields each name to ask (the driver asks it for every type and sends back
+    :func:`candidate`'s verdict); stops at the first candidate with records."""
     tried: list[Candidate] = []
     as_is = name.rstrip(".")
     as_is_first = name.endswith(".") or name.count(".") >= config.ndots
     stop_searching = False
-    servers = ", ".join(config.nameservers)
     for qname in candidates(name, config):
         if stop_searching and qname != as_is:
             continue  # no answer or REFUSED ends the search list; the name as given is still tried
-        # An attempt cut off here says which nameserver kept it waiting.
-        with waiting_on(
-            lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
-        ):
-            candidate = await _ask(qname, rdtypes, config)
-        tried.append(candidate)
-        if candidate.records:
+        found = yield qname
+        tried.append(found)
+        if found.records:
             break
-        if qname != as_is and candidate.outcome not in ("NXDOMAIN", "NODATA", "SERVFAIL"):
+        if qname != as_is and found.outcome not in ("NXDOMAIN", "NODATA", "SERVFAIL"):
             stop_searching = True
-    return Search(tried[-1].records if tried else [], tried, as_is_first)
+    return Search(tried[-1].records if tried else (), tuple(tried), as_is_first)
 
 
-@dataclass(frozen=True)
-class _NoAnswer:
-    detail: str
-    unreachable: bool  # every server refused the connection (ICMP): nss_dns's UNAVAIL
-
-
-async def _ask(qname: str, rdtypes: tuple[str, ...], config: ResolverConfig) -> Candidate:
-    answers = await asyncio.gather(*(_send(qname, t, config) for t in rdtypes))
-    candidate = Candidate(qname)
-    for rdtype, answer in zip(rdtypes, answers, strict=True):
-        if isinstance(answer, dns.message.Message) and answer.rcode() == dns.rcode.NOERROR:
-            wanted = dns.rdatatype.from_text(rdtype)
-            for rrset in answer.answer:
-                if rrset.rdtype == wanted:
-                    candidate.records += list(rrset)
-    if candidate.records:
-        return candidate
+def candidate(qname: str, rdtypes: Sequence[str], answers: Sequence[Reply | NoAnswer]) -> Candidate:
+    """One name's outcome from its answers (one per type, from :func:`res_send`)."""
+    records = tuple(
+        record
+        for answer in answers
+        if isinstance(answer, Reply) and answer.rcode == NOERROR
+        for record in answer.records
+    )
+    if records:
+        return Candidate(qname, records)
     # glibc judges the pair by the first answer, or by the second when the first is NOERROR
-    first = answers[0]
-    judged = first
-    if isinstance(first, dns.message.Message) and first.rcode() == dns.rcode.NOERROR:
+    judged = answers[0]
+    if isinstance(judged, Reply) and judged.rcode == NOERROR:
         judged = answers[-1]
-    if isinstance(judged, _NoAnswer):
-        candidate.outcome = "unreachable" if judged.unreachable else "timeout"
-        candidate.detail = judged.detail
-        return candidate
-    rcode = judged.rcode()
-    if rcode == dns.rcode.NXDOMAIN:
-        candidate.outcome = candidate.detail = "NXDOMAIN"
-    elif rcode == dns.rcode.NOERROR:
-        candidate.outcome, candidate.detail = "NODATA", f"no {'/'.join(rdtypes)} record"
-    else:
-        text = dns.rcode.to_text(rcode)
-        candidate.outcome = text
-        candidate.detail = f"{text} from {getattr(judged, 'waitfor_server', 'the nameserver')}"
-    return candidate
+    if isinstance(judged, NoAnswer):
+        outcome = "unreachable" if judged.unreachable else "timeout"
+        return Candidate(qname, (), outcome, judged.detail)
+    if judged.rcode == NXDOMAIN:
+        return Candidate(qname, (), "NXDOMAIN", "NXDOMAIN")
+    if judged.rcode == NOERROR:
+        return Candidate(qname, (), "NODATA", f"no {'/'.join(rdtypes)} record")
+    text = judged.rcode_text
+    failed = judged.rcode in (SERVFAIL, REFUSED, NOTIMP)  # only those are named by server
+    return Candidate(
+        qname, (), text, f"{text} from {judged.server if failed else 'the nameserver'}"
+    )
 
 
-async def _send(qname: str, rdtype: str, config: ResolverConfig) -> dns.message.Message | _NoAnswer:
-    """res_send: every server in turn, ``attempts`` rounds; the answer, or why none came.
+def res_send(config: ResolverConfig) -> Generator[tuple[str, int], Reply | str, Reply | NoAnswer]:
+    """res_send: yields (server, seconds to wait) for each query to send, and is sent the
+    :class:`Reply`, :data:`CONNECTION_REFUSED` or :data:`NO_ANSWER` (a timeout, an error,
+    garbage); every server in turn, ``attempts`` rounds. Returns the answer, or why none came.
 
     SERVFAIL, REFUSED and NOTIMP send the query to the next server; if every server says so,
     the last such answer is the result (glibc's search list then judges it).
     """
-    query = dns.message.make_query(dns.name.from_text(qname), rdtype)
     count = len(config.nameservers)
-    failed: dns.message.Message | None = None
+    failed: Reply | None = None
     refused = True
     for _ in range(config.attempts):
         for index, server in enumerate(config.nameservers):
             seconds = config.timeout << index  # glibc's send_dg: retrans << ns, / nscount
             seconds = max(seconds // count if index else seconds, 1)
-            try:
-                answer = await exchange(query, server, seconds)
-            except ConnectionRefusedError:
-                continue
-            except (TimeoutError, OSError, dns.exception.DNSException):  # no (usable) answer
-                refused = False
+            answer = yield server, seconds
+            if answer == CONNECTION_REFUSED:
                 continue
             refused = False
-            if answer.rcode() in (dns.rcode.SERVFAIL, dns.rcode.REFUSED, dns.rcode.NOTIMP):
-                answer.waitfor_server = host_port(server, 53)  # type: ignore[attr-defined]
+            if not isinstance(answer, Reply):
+                continue
+            if answer.rcode in (SERVFAIL, REFUSED, NOTIMP):
                 failed = answer
                 continue
             return answer
@@ -307,36 +302,13 @@ async def _send(qname: str, rdtype: str, config: ResolverConfig) -> dns.message.
         return failed
     servers = ", ".join(config.nameservers)
     if refused:
-        return _NoAnswer(f"connection refused by {servers}", unreachable=True)
-    return _NoAnswer(f"no answer from {servers}", unreachable=False)
-
-
-async def exchange(
-    query: dns.message.Message, server: str, timeout: float, port: int = 53
-) -> dns.message.Message:
-    """One query over UDP (TCP if truncated), on a connected socket as glibc uses: an ICMP
-    "port unreachable" is ConnectionRefusedError at once, not a timeout."""
-    loop = asyncio.get_running_loop()
-    family = socket.AF_INET6 if ":" in server else socket.AF_INET
-    with socket.socket(family, socket.SOCK_DGRAM) as sock:
-        sock.setblocking(False)
-        sock.connect((server, port))
-        await loop.sock_sendall(sock, query.to_wire())
-        async with asyncio.timeout(timeout):
-            while True:
-                wire = await loop.sock_recv(sock, 65535)
-                try:
-                    answer = dns.message.from_wire(wire)
-                except dns.exception.DNSException:
-                    continue  # garbage is ignored, as glibc ignores it
-                if query.is_response(answer):
-                    break
-    if answer.flags & dns.flags.TC:
-        answer = await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
-    return answer
+        return NoAnswer(f"connection refused by {servers}", unreachable=True)
+    return NoAnswer(f"no answer from {servers}", unreachable=False)
 
 
 def is_ip(text: str) -> bool:
+    import ipaddress
+
     try:
         ipaddress.ip_address(text.split("%", 1)[0])
     except ValueError:

@@ -1,0 +1,99 @@
+"""The runner's DNS driver: :mod:`.glibc`'s resolver run on the event loop with dnspython.
+
+Every query a search makes is sent at once for each type (A and AAAA concurrently), each over
+its own connected UDP socket; what the answers mean is :mod:`.glibc`'s to decide. Records are
+dnspython's rdata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import dns.asyncquery
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.rcode
+import dns.rdatatype
+
+from waitfor.kinds.dns import glibc
+from waitfor.net.activity import waiting_on
+from waitfor.urls import host_port
+
+
+async def search(name: str, rdtypes: tuple[str, ...], config: glibc.ResolverConfig) -> glibc.Search:
+    """res_search: stop at the first candidate with an answer of one of ``rdtypes``."""
+    servers = ", ".join(config.nameservers)
+    as_is = name.rstrip(".")
+    steps = glibc.res_search(name, config)
+    qname = next(steps)
+    while True:
+        # An attempt cut off here says which nameserver kept it waiting.
+        with waiting_on(
+            lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
+        ):
+            answers = await asyncio.gather(*(_send(qname, t, config) for t in rdtypes))
+        try:
+            qname = steps.send(glibc.candidate(qname, rdtypes, answers))
+        except StopIteration as done:
+            found: glibc.Search = done.value
+            return found
+
+
+async def _send(
+    qname: str, rdtype: str, config: glibc.ResolverConfig
+) -> glibc.Reply | glibc.NoAnswer:
+    """res_send's queries for one name and type."""
+    query = dns.message.make_query(dns.name.from_text(qname), rdtype)
+    steps = glibc.res_send(config)
+    server, seconds = next(steps)
+    while True:
+        try:
+            answer = await exchange(query, server, seconds)
+        except ConnectionRefusedError:
+            result: glibc.Reply | str = glibc.CONNECTION_REFUSED
+        except (TimeoutError, OSError, dns.exception.DNSException):  # no (usable) answer
+            result = glibc.NO_ANSWER
+        else:
+            result = reply(answer, rdtype, host_port(server, 53))
+        try:
+            server, seconds = steps.send(result)
+        except StopIteration as done:
+            sent: glibc.Reply | glibc.NoAnswer = done.value
+            return sent
+
+
+def reply(answer: dns.message.Message, rdtype: str, server: str) -> glibc.Reply:
+    """What the resolver looks at: the rcode, and the records of the type asked, at the end of
+    any CNAME chain in the answer, as a resolver takes them."""
+    wanted = dns.rdatatype.from_text(rdtype)
+    records = tuple(rdata for rrset in answer.answer if rrset.rdtype == wanted for rdata in rrset)
+    rcode = answer.rcode()
+    return glibc.Reply(rcode, dns.rcode.to_text(rcode), records, server)
+
+
+async def exchange(
+    query: dns.message.Message, server: str, timeout: float, port: int = 53
+) -> dns.message.Message:
+    """One query over UDP (TCP if truncated), on a connected socket as glibc uses: an ICMP
+    "port unreachable" is ConnectionRefusedError at once, not a timeout."""
+    loop = asyncio.get_running_loop()
+    family = socket.AF_INET6 if ":" in server else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.setblocking(False)
+        sock.connect((server, port))
+        await loop.sock_sendall(sock, query.to_wire())
+        async with asyncio.timeout(timeout):
+            while True:
+                wire = await loop.sock_recv(sock, 65535)
+                try:
+                    answer = dns.message.from_wire(wire)
+                except dns.exception.DNSException:
+                    continue  # garbage is ignored, as glibc ignores it
+                if query.is_response(answer):
+                    break
+    if answer.flags & dns.flags.TC:
+        answer = await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
+    return answer
