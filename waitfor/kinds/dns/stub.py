@@ -16,6 +16,7 @@ import dns.flags
 import dns.message
 import dns.name
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 
 from waitfor.kinds.dns import glibc
@@ -67,9 +68,15 @@ async def _send(
 
 def reply(answer: dns.message.Message, rdtype: str, server: str) -> glibc.Reply:
     """What the resolver looks at: the rcode, and the records of the type asked, at the end of
-    any CNAME chain in the answer, as a resolver takes them."""
+    any CNAME chain in the answer, as a resolver takes them (of class IN only, as glibc's
+    getanswer: another class's "A" is not an address, and dnspython has no address for it)."""
     wanted = dns.rdatatype.from_text(rdtype)
-    records = tuple(rdata for rrset in answer.answer if rrset.rdtype == wanted for rdata in rrset)
+    records = tuple(
+        rdata
+        for rrset in answer.answer
+        if rrset.rdtype == wanted and rrset.rdclass == dns.rdataclass.IN
+        for rdata in rrset
+    )
     rcode = answer.rcode()
     return glibc.Reply(rcode, dns.rcode.to_text(rcode), records, server)
 
