@@ -28,7 +28,7 @@ the text forms the quick reader makes); this module only passes records along.
 
 from __future__ import annotations
 
-import socket
+import os
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -96,8 +96,9 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
 
 
 def _own_domain() -> list[str]:
-    """With neither search nor domain, glibc searches the domain of the host's own name."""
-    _, dot, domain = socket.gethostname().partition(".")
+    """With neither search nor domain, glibc searches the domain of the host's own name
+    (gethostname(), which is uname's nodename: socket's import is left to what needs it)."""
+    _, dot, domain = os.uname().nodename.partition(".")
     return [domain] if dot and domain else []
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import select
-import socket
 from typing import TYPE_CHECKING
 
 from waitfor.kinds.dns import glibc, wire
@@ -70,6 +68,9 @@ def exchange(
 ) -> glibc.Reply | str:
     """One query on a connected UDP socket: the Reply, or :data:`glibc.CONNECTION_REFUSED` /
     :data:`glibc.NO_ANSWER` for a failure the runner's exchange would also see at once."""
+    import select  # here: an answer from /etc/hosts needs no socket
+    import socket
+
     query = wire.query(qname, rdtype, int.from_bytes(os.urandom(2), "big"))
     if query is None:
         raise Unsure
