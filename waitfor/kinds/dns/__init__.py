@@ -150,10 +150,8 @@ class DnsCheck(Check[DnsOptions]):
         if not set(types) <= {"A", "AAAA"}:
             return None
         if self.target.param("nameserver"):
-            server, port = (
-                self.target.param("nameserver") or "",
-                int(self.target.param("port") or 53),
-            )
+            server = self.target.param("nameserver") or ""
+            port = int(self.target.param("port") or 53)
             lookups = []
             for rdtype in types:
                 try:
