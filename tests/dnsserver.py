@@ -125,7 +125,8 @@ class DnsServer:
 
 
 class UdpResponder:
-    """A scripted DNS server: ``answer(query)`` returns the reply, or None to stay silent.
+    """A scripted DNS server: ``answer(query)`` returns the reply (a message, or its bytes as
+    they are to be sent: a hostile server's), or None to stay silent.
 
     For what dnsmasq will not do: answer SERVFAIL as an upstream, drop the first query.
     Listens on ``address`` port ``port`` (0: a free one) until stopped.
@@ -133,7 +134,7 @@ class UdpResponder:
 
     def __init__(
         self,
-        answer: Callable[[dns.message.Message], dns.message.Message | None],
+        answer: Callable[[dns.message.Message], dns.message.Message | bytes | None],
         address: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -158,8 +159,10 @@ class UdpResponder:
                 return
             self.received.append(f"{query.question[0].name} {query.question[0].rdtype.name}")
             reply = self.answer(query)
+            if isinstance(reply, dns.message.Message):
+                reply = reply.to_wire()
             if reply is not None:
-                self.sock.sendto(reply.to_wire(), client)
+                self.sock.sendto(reply, client)
 
     def stop(self) -> None:
         self._stop.set()

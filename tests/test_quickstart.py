@@ -114,6 +114,8 @@ TARGETS = st.lists(
             # the machine's MariaDB: alive for a ping whether the login is accepted or refused
             "mysql://root@127.0.0.1:3306",
             "mariadb://nosuchuser@localhost:3306/nodb",
+            "dns:localhost",  # /etc/hosts (nameservers: tests/kinds/test_dns_quick.py)
+            "dns:127.0.0.1#min=1",
         ]
     ),
     min_size=1,
@@ -175,7 +177,9 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, A
     assert [e.type.value for e in events] == ["attempt", "attempt", "ready", "ready"]
 
 
-@pytest.mark.parametrize("kind", ["tcp", "postgres", "file", "unix", "redis", "memcached", "mysql"])
+@pytest.mark.parametrize(
+    "kind", ["tcp", "postgres", "file", "unix", "redis", "memcached", "mysql", "dns"]
+)
 def test_a_ready_run_never_imports_asyncio(
     ports: dict[str, Any], tmp_path: Path, kind: str
 ) -> None:
@@ -194,6 +198,7 @@ def test_a_ready_run_never_imports_asyncio(
         "redis": f"redis://:q-pass@127.0.0.1:{ports['redis']}#mode=query",
         "memcached": f"memcached://127.0.0.1:{ports['memcached']}",
         "mysql": "mysql://root@127.0.0.1:3306",
+        "dns": "dns:localhost",
     }[kind]
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), target],
@@ -204,7 +209,7 @@ def test_a_ready_run_never_imports_asyncio(
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
     assert f"waitfor.kinds.{kind}" in imported
-    assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.net.aio"}
+    assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.net.aio", "dns"}
 
 
 def test_the_time_of_an_unanswered_first_attempt_is_counted() -> None:

@@ -46,16 +46,23 @@ _BIND = (
 )
 _PROBE = """
 import asyncio, json, sys
+import pytest
+from tests.test_quickstart import normalized, run_cli
 from waitfor.deadline import Deadline
 from waitfor import parse_target
 from waitfor.kinds.dns import DnsCheck
 
-async def main():
-    for name in sys.argv[1:]:
-        outcome = await DnsCheck(parse_target("dns:" + name)).probe(Deadline.after(8.0))
-        print(json.dumps([outcome.ready, outcome.reason]))
-
-asyncio.run(main())
+both = sys.argv[1] == "both"  # else the probe alone: a server may count what it is asked
+for name in sys.argv[2:]:
+    target = parse_target("dns:" + name)
+    quick = DnsCheck(target).probe_now(Deadline.after(0.25)) if both else None
+    outcome = asyncio.run(DnsCheck(target).probe(Deadline.after(8.0)))
+    cli = None
+    if outcome.ready and both:  # the CLI with the quick path and without: the same lines
+        argv = ["-t", "10", "dns:" + name]
+        runs = [run_cli(argv, on, pytest.MonkeyPatch()) for on in (True, False)]
+        cli = [[run[0], normalized(run[2], False)] for run in runs]
+    print(json.dumps([outcome.ready, outcome.reason, quick and quick.reason, cli]))
 """
 
 
@@ -96,20 +103,33 @@ class Environment:
             return None
         return frozenset(line.split()[0] for line in result.stdout.splitlines() if line)
 
-    def waitfor(self, *names: str) -> dict[str, tuple[frozenset[str] | None, str]]:
-        """One probe of ``dns:NAME`` each, in the same namespace: addresses or None, reason."""
-        result = self._run(sys.executable, "-c", _PROBE, *names)
+    def waitfor(
+        self, *names: str, quick: bool = True, compare: bool = True
+    ) -> dict[str, tuple[frozenset[str] | None, str]]:
+        """One probe of ``dns:NAME`` each, in the same namespace: addresses or None, reason.
+
+        The quick first attempt (``probe_now``) is made too: it must say nothing or exactly
+        what the probe says, and say it for every ready name when ``quick``; the CLI must print
+        the same lines with it and without it. Without ``compare``, the probe alone.
+        """
+        result = self._run(sys.executable, "-c", _PROBE, "both" if compare else "probe", *names)
         assert result.returncode == 0, result.stderr
         answers = {}
         for name, line in zip(names, result.stdout.splitlines(), strict=True):
-            ready, reason = json.loads(line)
+            ready, reason, quick_reason, cli = json.loads(line)
+            assert quick_reason in ((reason if ready else None), None), f"dns:{name}"
+            quickly = ready and quick and compare
+            assert (quick_reason is not None) == quickly, f"dns:{name}: {reason}"
+            if ready and compare:
+                assert cli[0] == cli[1], f"dns:{name}: {cli}"
+                assert cli[0][0] == 0, f"dns:{name}: {cli}"
             shown = reason.split(": ", 1)[1] if ready else ""
             answers[name] = (frozenset(shown.split(", ")) if ready else None, reason)
         return answers
 
-    def assert_parity(self, expected: dict[str, set[str] | None]) -> None:
+    def assert_parity(self, expected: dict[str, set[str] | None], quick: bool = True) -> None:
         """Every name: waitfor == getent, and both == what the row expects."""
-        ours = self.waitfor(*expected)
+        ours = self.waitfor(*expected, quick=quick)
         for name, wanted in expected.items():
             oracle = self.getent(name)
             addresses, reason = ours[name]
@@ -216,7 +236,7 @@ def test_a_silent_first_nameserver(environment: Environment, dnsmasq: DnsServer)
     try:
         conf = resolv_conf(silent.address, dnsmasq.address, search="good.test")
         environment.write(HOSTS, conf, "hosts: files dns\n")
-        environment.assert_parity({"svc": {"10.8.0.1"}})
+        environment.assert_parity({"svc": {"10.8.0.1"}}, quick=False)  # it waits 1 s
     finally:
         silent.stop()
 
@@ -244,8 +264,9 @@ def test_attempts(environment: Environment) -> None:
             environment.write(HOSTS, conf, "hosts: files dns\n")
             for tool in ("waitfor", "getent"):
                 seen.clear()
-                if tool == "waitfor":
-                    addresses, reason = environment.waitfor("flaky.test.")["flaky.test."]
+                if tool == "waitfor":  # the probe alone
+                    found = environment.waitfor("flaky.test.", quick=False, compare=False)
+                    addresses, reason = found["flaky.test."]
                 else:
                     addresses = environment.getent("flaky.test.")
                     reason = "getent"

@@ -16,9 +16,8 @@ N records (a headless Service lists only its ready pods); ``value=X`` awaits a r
 
 from __future__ import annotations
 
-import ipaddress
 import os
-from dataclasses import dataclass
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from waitfor import urls
@@ -30,10 +29,10 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     from waitfor.deadline import Deadline
 
-if TYPE_CHECKING:  # dnspython and the stub resolver are imported by the probe
+if TYPE_CHECKING:  # dnspython and the resolvers are imported by the probes
     import dns.rdata
 
-    from waitfor.kinds.dns import stub
+    from waitfor.kinds.dns import glibc
 
 RESOLV_CONF = "/etc/resolv.conf"
 SHOWN_RECORDS = 5
@@ -47,8 +46,7 @@ class DnsOptions(Value):
     resolv_conf: str | None = None
 
 
-@dataclass(frozen=True)
-class _Lookup:
+class _Lookup(Value):
     rdtype: str
     records: tuple[tuple[str, ...], ...] = ()  # per record: its shown form, then other forms
     error: str = ""
@@ -75,6 +73,8 @@ class DnsCheck(Check[DnsOptions]):
                 if "@" in parts.netloc:  # the display is the URL as given: it would show them
                     raise ValueError("dns targets take no user or password")
                 nameserver = unquote(parts.hostname or "")
+                import ipaddress  # only a nameserver's start pays for it
+
                 try:
                     ipaddress.ip_address(nameserver)
                 except ValueError:
@@ -128,52 +128,111 @@ class DnsCheck(Check[DnsOptions]):
     def name(self) -> str:
         return self.target.param("name") or ""
 
+    def _types(self) -> tuple[str, ...]:
+        rdtype = self.target.param("type")
+        return (rdtype,) if rdtype else ("A", "AAAA")
+
     async def probe(self, deadline: Deadline) -> Outcome:
         budget = deadline.left()  # the lookups below share it
         import asyncio
 
         if not self.target.param("nameserver"):
             return await self._like_the_app(budget)
-        rdtype = self.target.param("type")
-        types = (rdtype,) if rdtype else ("A", "AAAA")
-        lookups = await asyncio.gather(*(self._lookup(t, budget) for t in types))
-        return self._judge(lookups, "/".join(types) if rdtype else "A/AAAA")
+        lookups = await asyncio.gather(*(self._lookup(t, budget) for t in self._types()))
+        return self._judge(lookups, self.target.param("type") or "A/AAAA")
+
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
+        """The first attempt on blocking sockets, without dnspython (:mod:`.quick`): A and AAAA
+        lookups only, and only a ready answer; the same steps and judgement as :meth:`probe`."""
+        from waitfor.kinds.dns import glibc, quick
+
+        types = self._types()
+        if not set(types) <= {"A", "AAAA"}:
+            return None
+        if self.target.param("nameserver"):
+            server = self.target.param("nameserver") or ""
+            port = int(self.target.param("port") or 53)
+            lookups = []
+            for rdtype in types:
+                try:
+                    reply = quick.exchange(self.name.rstrip("."), rdtype, server, port, deadline)
+                except quick.Unsure:
+                    return None
+                if not isinstance(reply, glibc.Reply):
+                    return None
+                lookups.append(self._answered(rdtype, reply))
+            outcome = self._judge(lookups, self.target.param("type") or "A/AAAA")
+        else:
+            steps = self._through_nsswitch(deadline.left())
+            try:
+                config = next(steps)
+                while True:
+                    found = quick.search(self.name, types, config, deadline)
+                    if found is None:
+                        return None
+                    config = steps.send(found)
+            except StopIteration as done:
+                outcome = done.value
+        return outcome if outcome.ready else None
 
     async def _like_the_app(self, budget: float) -> Outcome:
-        """nsswitch's sources in order, each one's answer judged by its [STATUS=ACTION]."""
+        """:meth:`_through_nsswitch`, the DNS asked on the event loop with dnspython."""
         import asyncio
 
-        from waitfor.kinds.dns import stub
+        from waitfor.kinds.dns import glibc, stub
+
+        steps = self._through_nsswitch(budget)
+        try:
+            config = next(steps)
+            while True:
+                try:
+                    async with asyncio.timeout(budget):
+                        found = await stub.search(self.name, self._types(), config)
+                except TimeoutError:
+                    config = steps.send(None)
+                else:
+                    records = tuple(_forms(rdata) for rdata in found.records)
+                    config = steps.send(glibc.Search(records, found.tried, found.as_is_first))
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome
+
+    def _through_nsswitch(
+        self, budget: float
+    ) -> Generator[glibc.ResolverConfig, glibc.Search | None, Outcome]:
+        """nsswitch's sources in order, each one's answer judged by its [STATUS=ACTION].
+
+        Yields resolv.conf's configuration each time the DNS is to be asked, and is sent the
+        search (its records in their shown forms), or None when none ended within ``budget``.
+        """
+        from waitfor.kinds.dns import glibc
 
         name, rdtype = self.name, self.target.param("type")
         described = rdtype or "A/AAAA"
-        if not rdtype and stub.is_ip(name):  # getaddrinfo answers a literal itself
+        if not rdtype and glibc.is_ip(name):  # getaddrinfo answers a literal itself
             return self._judge([_Lookup("A", records=((name,),))], described)
         path = self.options.resolv_conf or RESOLV_CONF
         try:
-            config = stub.read_resolv_conf(path, os.environ)
+            config = glibc.read_resolv_conf(path, os.environ)
         except OSError as exc:
             return Outcome.fatal(f"cannot read {path}: {exc.strerror}")
-        sources = stub.hosts_sources() if not rdtype else [("dns", {})]
+        sources = glibc.hosts_sources() if not rdtype else [("dns", {})]
         records: tuple[tuple[str, ...], ...] = ()
         reasons = []
         for source, actions in sources:
             if source == "files":
-                found = stub.hosts_file_addresses(name)
+                found = glibc.hosts_file_addresses(name)
                 status = "UNAVAIL" if found is None else "SUCCESS" if found else "NOTFOUND"
                 records = tuple((address,) for address in found or [])
             else:
-                types = (rdtype,) if rdtype else ("A", "AAAA")
-                try:
-                    async with asyncio.timeout(budget):
-                        result = await stub.search(name, types, config)
-                except TimeoutError:
+                result = yield config
+                if result is None:
                     servers = ", ".join(config.nameservers)
                     reasons.append(f"timed out: no answer from {servers} in {budget:.1f}s")
                     status = "TRYAGAIN"
                 else:
                     status = result.status
-                    records = tuple(_forms(rdata) for rdata in result.records)
+                    records = result.records
                     if not records:
                         reasons.append(_search_reason(result, name, described))
             if actions.get(status, "return" if status == "SUCCESS" else "continue") == "return":
@@ -191,10 +250,8 @@ class DnsCheck(Check[DnsOptions]):
         import dns.exception
         import dns.message
         import dns.name
-        import dns.rcode
-        import dns.rdatatype
 
-        from waitfor.kinds.dns import stub
+        from waitfor.kinds.dns import glibc, stub
         from waitfor.net.activity import waiting_on
         from waitfor.urls import host_port
 
@@ -223,18 +280,24 @@ class DnsCheck(Check[DnsOptions]):
             return _Lookup(rdtype, error=f"{shown}: {describe_os_error(exc)}")
         except dns.exception.DNSException as exc:
             return _Lookup(rdtype, error=f"DNS error: {exc}")
-        rcode = answer.rcode()
-        if rcode == dns.rcode.NXDOMAIN:
+        reply = stub.reply(answer, rdtype, shown)
+        records = tuple(_forms(rdata) for rdata in reply.records)
+        return self._answered(rdtype, glibc.Reply(reply.rcode, reply.rcode_text, records, shown))
+
+    def _answered(self, rdtype: str, reply: glibc.Reply) -> _Lookup:
+        """``dns://``: what one answer (records in their shown forms) says of the name."""
+        from waitfor.kinds.dns import glibc
+
+        name = self.name.rstrip(".")
+        if reply.rcode == glibc.NXDOMAIN:
             return _Lookup(rdtype, error=f"NXDOMAIN: no such name (tried {name})", nxdomain=True)
-        if rcode != dns.rcode.NOERROR:
-            text = dns.rcode.to_text(rcode)
-            return _Lookup(rdtype, error=f"server failure: {shown} answered {text}")
-        wanted = dns.rdatatype.from_text(rdtype)
-        # the wanted records at the end of any CNAME chain in the answer, as a resolver takes them
-        records = [rdata for rrset in answer.answer if rrset.rdtype == wanted for rdata in rrset]
-        if not records:
+        if reply.rcode != glibc.NOERROR:
+            return _Lookup(
+                rdtype, error=f"server failure: {reply.server} answered {reply.rcode_text}"
+            )
+        if not reply.records:
             return _Lookup(rdtype, error=f"no {rdtype} record for {name}")
-        return _Lookup(rdtype, records=tuple(_forms(rdata) for rdata in records))
+        return _Lookup(rdtype, records=reply.records)
 
     def _judge(self, lookups: list[_Lookup], described: str) -> Outcome:
         records = [record for lookup in lookups for record in lookup.records]
@@ -271,7 +334,7 @@ def _forms(rdata: dns.rdata.Rdata) -> tuple[str, ...]:
     return (rdata.to_text(),)
 
 
-def _search_reason(result: stub.Search, name: str, described: str) -> str:
+def _search_reason(result: glibc.Search, name: str, described: str) -> str:
     """Why a search-list lookup found nothing, naming each name tried."""
     tried = result.tried
     if all(c.outcome == "NXDOMAIN" for c in tried):

@@ -1,31 +1,14 @@
-"""Names looked up as glibc's getaddrinfo looks them up, so ``dns:NAME`` sees what the app sees.
+"""The runner's DNS driver: :mod:`.glibc`'s resolver run on the event loop with dnspython.
 
-The ``hosts:`` line of nsswitch.conf says which sources are asked, in order: ``files``
-(/etc/hosts: every line naming the name or an alias, case-insensitive, never with a trailing
-dot, no search list) and ``dns``. Other sources (myhostname, resolve, mdns, ...) are skipped:
-waitfor cannot ask them as the app would. A line without ``files`` means /etc/hosts is not read,
-exactly as getaddrinfo does not read it; no ``hosts:`` line (or no nsswitch.conf) means glibc's
-built-in ``files dns``; an empty ``hosts:`` line means no source at all. ``[STATUS=ACTION]``
-items are honoured.
-
-The DNS part follows glibc's resolver (res_search / res_send): resolv.conf's first three
-``nameserver`` lines (none: 127.0.0.1), ``search`` or ``domain`` (the last one wins; LOCALDOMAIN
-overrides), ``options ndots:N timeout:N attempts:N`` (RES_OPTIONS adds to them). A name with
-ndots or more dots is tried as given first; otherwise the search list comes first and the name
-as given last; a trailing dot means only the name as given. Each candidate is asked for A and
-AAAA at once and counts as found when either has an answer. Unlike dnspython's search, an answer
-of NXDOMAIN, no data (NODATA) or SERVFAIL moves on to the next candidate, as glibc does; no
-answer at all (a timeout) or REFUSED stops the search list, the name as given still being tried.
-Every server is asked in turn, ``attempts`` rounds, each query waiting ``timeout`` seconds.
+Every query a search makes is sent at once for each type (A and AAAA concurrently), each over
+its own connected UDP socket; what the answers mean is :mod:`.glibc`'s to decide. Records are
+dnspython's rdata.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import dns.asyncquery
 import dns.exception
@@ -33,282 +16,69 @@ import dns.flags
 import dns.message
 import dns.name
 import dns.rcode
-import dns.rdata
+import dns.rdataclass
 import dns.rdatatype
 
+from waitfor.kinds.dns import glibc
 from waitfor.net.activity import waiting_on
 from waitfor.urls import host_port
 
-HOSTS = "/etc/hosts"
-NSSWITCH = "/etc/nsswitch.conf"
-MAX_NAMESERVERS = 3  # glibc's MAXNS
-DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
-STATUSES = ("SUCCESS", "NOTFOUND", "UNAVAIL", "TRYAGAIN")
 
-
-@dataclass(frozen=True)
-class ResolverConfig:
-    nameservers: tuple[str, ...] = ("127.0.0.1",)
-    search: tuple[str, ...] = ()
-    ndots: int = 1
-    timeout: int = 5
-    attempts: int = 2
-
-
-def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
-    """resolv.conf as glibc reads it; a missing file is glibc's defaults."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read(64 * 1024).splitlines()
-    except FileNotFoundError:
-        lines = []
-    servers: list[str] = []
-    search: list[str] | None = None
-    options: list[str] = []
-    for line in lines:
-        fields = line.split("#", 1)[0].split(";", 1)[0].split()
-        if not fields:
-            continue
-        keyword, values = fields[0], fields[1:]
-        if keyword == "nameserver" and values and is_ip(values[0]):
-            servers.append(values[0])
-        elif keyword == "search" and values:
-            search = values
-        elif keyword == "domain" and values:
-            search = values[:1]
-        elif keyword == "options":
-            options += values
-    if "LOCALDOMAIN" in environ:
-        search = environ["LOCALDOMAIN"].split()
-    if search is None:
-        search = _own_domain()
-    options += environ.get("RES_OPTIONS", "").split()
-    settings = {"ndots": 1, "timeout": 5, "attempts": 2}
-    limits = {"ndots": 15, "timeout": 30, "attempts": 5}  # glibc's RES_MAX*
-    for option in options:
-        name, colon, value = option.partition(":")
-        if name in settings and colon and value.isdigit():
-            settings[name] = min(int(value), limits[name])
-    return ResolverConfig(
-        nameservers=tuple(servers[:MAX_NAMESERVERS]) or ("127.0.0.1",),
-        search=tuple(d.rstrip(".") for d in search if d.rstrip(".")),
-        ndots=settings["ndots"],
-        timeout=max(settings["timeout"], 1),
-        attempts=max(settings["attempts"], 1),
-    )
-
-
-def _own_domain() -> list[str]:
-    """With neither search nor domain, glibc searches the domain of the host's own name."""
-    _, dot, domain = socket.gethostname().partition(".")
-    return [domain] if dot and domain else []
-
-
-def hosts_sources(path: str = NSSWITCH) -> list[tuple[str, dict[str, str]]]:
-    """The ``hosts:`` sources waitfor can ask, in order, each with its status -> action map."""
-    line = DEFAULT_HOSTS_LINE
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            for raw in file.read(64 * 1024).splitlines():
-                database, colon, rest = raw.split("#", 1)[0].partition(":")
-                if colon and database.strip() == "hosts":
-                    line = rest
-    except OSError:
-        pass
-    sources: list[tuple[str, dict[str, str]]] = []
-    for item in line.replace("[", " [").replace("]", "] ").split():
-        if item.startswith("["):
-            if sources:
-                _criteria(item.strip("[]"), sources[-1][1])
-        else:
-            sources.append((item.lower(), {"SUCCESS": "return"}))
-    return [(name, actions) for name, actions in sources if name in ("files", "dns")]
-
-
-def _criteria(text: str, actions: dict[str, str]) -> None:
-    """``!UNAVAIL=return``, ``NOTFOUND=return`` ... into status -> action."""
-    for item in text.split():
-        status, _, action = item.upper().partition("=")
-        action = action.lower()
-        if status.startswith("!"):
-            for other in STATUSES:
-                if other != status[1:]:
-                    actions[other] = action
-        elif status in STATUSES:
-            actions[status] = action
-
-
-def hosts_file_addresses(name: str, path: str = HOSTS) -> list[str] | None:
-    """Every address /etc/hosts gives ``name`` (None when the file cannot be read)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read(4 * 1024 * 1024).splitlines()
-    except OSError:
-        return None
-    wanted = name.lower()
-    found: list[str] = []
-    for line in lines:
-        fields = line.split("#", 1)[0].split()
-        if len(fields) < 2 or wanted not in (f.lower() for f in fields[1:]):
-            continue
-        try:
-            address = ipaddress.ip_address(fields[0])
-        except ValueError:
-            continue
-        if str(address) not in found:
-            found.append(str(address))
-    return found
-
-
-@dataclass
-class Candidate:
-    """One fully qualified name asked of the DNS, and what came of it."""
-
-    name: str
-    records: list[dns.rdata.Rdata] = field(default_factory=list)
-    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL from ...", "REFUSED from ...", "timeout"
-    detail: str = ""  # for reasons: "SERVFAIL from 10.96.0.10:53", "no answer from ... in 5s"
-
-
-# What nss_dns makes of each outcome (via h_errno): found nowhere, try again, unavailable.
-_STATUS = {
-    "NXDOMAIN": "NOTFOUND",
-    "NODATA": "NOTFOUND",
-    "SERVFAIL": "TRYAGAIN",
-    "timeout": "TRYAGAIN",
-}
-
-
-@dataclass
-class Search:
-    """What a search-list lookup found: the addresses, or every candidate tried."""
-
-    records: list[dns.rdata.Rdata]
-    tried: list[Candidate]
-    as_is_first: bool = False
-
-    @property
-    def status(self) -> str:
-        """nsswitch's view, from the h_errno res_search leaves (see glibc's res_query.c)."""
-        if self.records:
-            return "SUCCESS"
-        outcomes = [c.outcome for c in self.tried]
-        if self.as_is_first:
-            outcome = outcomes[0]
-        elif "NODATA" in outcomes:
-            outcome = "NODATA"
-        elif "SERVFAIL" in outcomes:
-            outcome = "SERVFAIL"
-        else:
-            outcome = outcomes[-1]
-        return _STATUS.get(outcome, "UNAVAIL")
-
-
-def candidates(name: str, config: ResolverConfig) -> list[str]:
-    """The names res_search asks, in order (ignoring how answers cut the list short)."""
-    if name.endswith("."):
-        return [name.rstrip(".")]
-    as_is = [name]
-    searched = [f"{name}.{domain}" for domain in config.search]
-    if name.count(".") >= config.ndots:
-        return as_is + searched
-    return searched + as_is
-
-
-async def search(name: str, rdtypes: tuple[str, ...], config: ResolverConfig) -> Search:
+async def search(name: str, rdtypes: tuple[str, ...], config: glibc.ResolverConfig) -> glibc.Search:
     """res_search: stop at the first candidate with an answer of one of ``rdtypes``."""
-    tried: list[Candidate] = []
-    as_is = name.rstrip(".")
-    as_is_first = name.endswith(".") or name.count(".") >= config.ndots
-    stop_searching = False
     servers = ", ".join(config.nameservers)
-    for qname in candidates(name, config):
-        if stop_searching and qname != as_is:
-            continue  # no answer or REFUSED ends the search list; the name as given is still tried
+    as_is = name.rstrip(".")
+    steps = glibc.res_search(name, config)
+    qname = next(steps)
+    while True:
         # An attempt cut off here says which nameserver kept it waiting.
         with waiting_on(
             lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
         ):
-            candidate = await _ask(qname, rdtypes, config)
-        tried.append(candidate)
-        if candidate.records:
-            break
-        if qname != as_is and candidate.outcome not in ("NXDOMAIN", "NODATA", "SERVFAIL"):
-            stop_searching = True
-    return Search(tried[-1].records if tried else [], tried, as_is_first)
+            answers = await asyncio.gather(*(_send(qname, t, config) for t in rdtypes))
+        try:
+            qname = steps.send(glibc.candidate(qname, rdtypes, answers))
+        except StopIteration as done:
+            found: glibc.Search = done.value
+            return found
 
 
-@dataclass(frozen=True)
-class _NoAnswer:
-    detail: str
-    unreachable: bool  # every server refused the connection (ICMP): nss_dns's UNAVAIL
-
-
-async def _ask(qname: str, rdtypes: tuple[str, ...], config: ResolverConfig) -> Candidate:
-    answers = await asyncio.gather(*(_send(qname, t, config) for t in rdtypes))
-    candidate = Candidate(qname)
-    for rdtype, answer in zip(rdtypes, answers, strict=True):
-        if isinstance(answer, dns.message.Message) and answer.rcode() == dns.rcode.NOERROR:
-            wanted = dns.rdatatype.from_text(rdtype)
-            for rrset in answer.answer:
-                if rrset.rdtype == wanted:
-                    candidate.records += list(rrset)
-    if candidate.records:
-        return candidate
-    # glibc judges the pair by the first answer, or by the second when the first is NOERROR
-    first = answers[0]
-    judged = first
-    if isinstance(first, dns.message.Message) and first.rcode() == dns.rcode.NOERROR:
-        judged = answers[-1]
-    if isinstance(judged, _NoAnswer):
-        candidate.outcome = "unreachable" if judged.unreachable else "timeout"
-        candidate.detail = judged.detail
-        return candidate
-    rcode = judged.rcode()
-    if rcode == dns.rcode.NXDOMAIN:
-        candidate.outcome = candidate.detail = "NXDOMAIN"
-    elif rcode == dns.rcode.NOERROR:
-        candidate.outcome, candidate.detail = "NODATA", f"no {'/'.join(rdtypes)} record"
-    else:
-        text = dns.rcode.to_text(rcode)
-        candidate.outcome = text
-        candidate.detail = f"{text} from {getattr(judged, 'waitfor_server', 'the nameserver')}"
-    return candidate
-
-
-async def _send(qname: str, rdtype: str, config: ResolverConfig) -> dns.message.Message | _NoAnswer:
-    """res_send: every server in turn, ``attempts`` rounds; the answer, or why none came.
-
-    SERVFAIL, REFUSED and NOTIMP send the query to the next server; if every server says so,
-    the last such answer is the result (glibc's search list then judges it).
-    """
+async def _send(
+    qname: str, rdtype: str, config: glibc.ResolverConfig
+) -> glibc.Reply | glibc.NoAnswer:
+    """res_send's queries for one name and type."""
     query = dns.message.make_query(dns.name.from_text(qname), rdtype)
-    count = len(config.nameservers)
-    failed: dns.message.Message | None = None
-    refused = True
-    for _ in range(config.attempts):
-        for index, server in enumerate(config.nameservers):
-            seconds = config.timeout << index  # glibc's send_dg: retrans << ns, / nscount
-            seconds = max(seconds // count if index else seconds, 1)
-            try:
-                answer = await exchange(query, server, seconds)
-            except ConnectionRefusedError:
-                continue
-            except (TimeoutError, OSError, dns.exception.DNSException):  # no (usable) answer
-                refused = False
-                continue
-            refused = False
-            if answer.rcode() in (dns.rcode.SERVFAIL, dns.rcode.REFUSED, dns.rcode.NOTIMP):
-                answer.waitfor_server = host_port(server, 53)  # type: ignore[attr-defined]
-                failed = answer
-                continue
-            return answer
-    if failed is not None:
-        return failed
-    servers = ", ".join(config.nameservers)
-    if refused:
-        return _NoAnswer(f"connection refused by {servers}", unreachable=True)
-    return _NoAnswer(f"no answer from {servers}", unreachable=False)
+    steps = glibc.res_send(config)
+    server, seconds = next(steps)
+    while True:
+        try:
+            answer = await exchange(query, server, seconds)
+        except ConnectionRefusedError:
+            result: glibc.Reply | str = glibc.CONNECTION_REFUSED
+        except (TimeoutError, OSError, dns.exception.DNSException):  # no (usable) answer
+            result = glibc.NO_ANSWER
+        else:
+            result = reply(answer, rdtype, host_port(server, 53))
+        try:
+            server, seconds = steps.send(result)
+        except StopIteration as done:
+            sent: glibc.Reply | glibc.NoAnswer = done.value
+            return sent
+
+
+def reply(answer: dns.message.Message, rdtype: str, server: str) -> glibc.Reply:
+    """What the resolver looks at: the rcode, and the records of the type asked, at the end of
+    any CNAME chain in the answer, as a resolver takes them (of class IN only, as glibc's
+    getanswer: another class's "A" is not an address, and dnspython has no address for it)."""
+    wanted = dns.rdatatype.from_text(rdtype)
+    records = tuple(
+        rdata
+        for rrset in answer.answer
+        if rrset.rdtype == wanted and rrset.rdclass == dns.rdataclass.IN
+        for rdata in rrset
+    )
+    rcode = answer.rcode()
+    return glibc.Reply(rcode, dns.rcode.to_text(rcode), records, server)
 
 
 async def exchange(
@@ -334,11 +104,3 @@ async def exchange(
     if answer.flags & dns.flags.TC:
         answer = await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
     return answer
-
-
-def is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True

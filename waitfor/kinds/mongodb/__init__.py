@@ -222,9 +222,9 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         import asyncio
         import os
 
-        from waitfor.kinds.dns import stub
+        from waitfor.kinds.dns import glibc, stub
 
-        config = stub.read_resolv_conf("/etc/resolv.conf", os.environ)
+        config = glibc.read_resolv_conf("/etc/resolv.conf", os.environ)
         try:
             async with asyncio.timeout(budget):
                 found, text = await asyncio.gather(
