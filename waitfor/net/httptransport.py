@@ -41,12 +41,7 @@ class NetBackend(httpcore.AsyncNetworkBackend):
             sock = await aio.connect(host, port, deadline)
         except aio.NetError as exc:
             raise httpcore.ConnectError(str(exc)) from exc
-        try:
-            reader, writer = await asyncio.open_connection(sock=sock)
-        except BaseException:
-            sock.close()
-            raise
-        return NetStream(reader, writer)
+        return NetStream(*await aio.streams(sock))
 
     async def connect_unix_socket(
         self,
