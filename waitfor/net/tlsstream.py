@@ -111,6 +111,9 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         self._handshake = asyncio.get_running_loop().create_future()
         waiting = self._handshake
         self._advance()  # sends the ClientHello
+        # The handshake must be heard even if plaintext the reader holds paused reading (as
+        # asyncio's start_tls does); the reader pauses it again if it still has too much.
+        self._below.resume_reading()
         await waiting
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
@@ -168,7 +171,7 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         tls = self._tls
-        if tls is not None:
+        if tls is not None and self._handshake is None:  # as asyncio's: once it is done
             if name == "ssl_object":
                 return tls
             if name == "sslcontext":
