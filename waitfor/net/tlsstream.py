@@ -11,21 +11,24 @@ transport hands over bytes objects the size of what it read).
 Streams are made as ``asyncio.open_connection`` makes them (a StreamReader, its
 StreamReaderProtocol, a StreamWriter), only with this transport below the protocol; it passes
 bytes through until :meth:`StreamTransport.start_tls`, so a STARTTLS upgrade happens in place
-and the kinds' reader and writer stay the ones they hold.
+and the kinds' reader and writer stay the ones they hold. That construction is the one asyncio
+detail relied on (StreamReaderProtocol is exported, not documented), here only;
+tests/net/test_tlsstream.py fails if it stops working.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 from typing import Any
 
-#: plaintext asked of the SSLObject at once: one TLS record holds at most 16 KiB
+#: plaintext asked of the SSLObject at once (what it returns is cut to what it read)
 READ_CHUNK = 64 * 1024
 
 
-async def open_streams(sock: Any) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def open_streams(sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Streams over a connected non-blocking socket, ready for :func:`start_tls`."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(loop=loop)  # asyncio's default limit, as open_connection's
