@@ -17,7 +17,9 @@ import trustme
 
 from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT
 from tests.servers import listening, scripted_peer
+from waitfor.deadline import Deadline
 from waitfor.kind import Outcome
+from waitfor.net import aio
 from waitfor.net.conversation import (
     MAX_READS,
     YIELD_EVERY,
@@ -267,7 +269,8 @@ def upgrade_both(peer: Callable[[socket.socket], None], trusted: trustme.CA) -> 
     with scripted_peer(peer) as port:
 
         async def streams() -> Outcome:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+            reader, writer = await aio.streams(sock)  # as every kind's: TLS by net.tlsstream
             try:
                 return await run_async(
                     upgrading(), reader, writer, tls=lambda: client, server_hostname="localhost"

@@ -32,6 +32,10 @@ that word reasons as their reference tool does: :class:`ResolveError` (``host``,
     :class:`TlsError`.
 ``await start_tls(writer, tls, server_hostname, timeout)``
     upgrades an open stream in place (STARTTLS-style protocols); raises :class:`TlsError`.
+``await streams(sock) -> (asyncio.StreamReader, asyncio.StreamWriter)``
+    streams over a socket connected here, for :func:`start_tls` later.
+
+TLS is done by :mod:`.tlsstream` (not asyncio's, which holds 256 KiB per connection).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import ssl
 import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from waitfor.net import tlsstream
 from waitfor.net.activity import waiting_on
 from waitfor.net.errors import NetError as NetError
 from waitfor.net.errors import TlsError as TlsError
@@ -156,11 +161,7 @@ async def open_stream(
     server_hostname: str | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     sock = await connect(host, port, deadline)
-    try:
-        reader, writer = await asyncio.open_connection(sock=sock)
-    except BaseException:
-        sock.close()
-        raise
+    reader, writer = await streams(sock)
     if tls is not None:
         try:
             name = host if server_hostname is None else server_hostname
@@ -176,9 +177,18 @@ async def start_tls(
 ) -> None:
     try:
         async with asyncio.timeout(timeout):
-            await writer.start_tls(tls, server_hostname=server_hostname or None)
+            await tlsstream.start_tls(writer, tls, server_hostname or None)
     except OSError as exc:  # TimeoutError and ssl.SSLError are OSErrors
         raise tls_failure(exc, timeout) from None
+
+
+async def streams(sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Streams over a connected socket (closed if that fails), ready for :func:`start_tls`."""
+    try:
+        return await tlsstream.open_streams(sock)
+    except BaseException:
+        sock.close()
+        raise
 
 
 def nameservers(path: str = RESOLV_CONF) -> list[str]:

@@ -6,7 +6,8 @@ kind's.
 httpcore's own backend resolves names in the event loop's default executor (through anyio),
 which nothing can cancel and ``asyncio.run`` waits for at exit. This backend hands connecting to
 :func:`aio.connect` and wraps the socket in asyncio streams; TLS is still started by httpcore
-with the URL's host name, so SNI and certificate verification are unchanged. httpx reaches it
+with the URL's host name, so SNI and certificate verification are unchanged, and done by
+:func:`aio.start_tls` as every kind's (on :mod:`.tlsstream`, not asyncio's TLS). httpx reaches it
 through :class:`NetTransport`, a transport of its own (httpx's documented extension point).
 """
 
@@ -41,12 +42,7 @@ class NetBackend(httpcore.AsyncNetworkBackend):
             sock = await aio.connect(host, port, deadline)
         except aio.NetError as exc:
             raise httpcore.ConnectError(str(exc)) from exc
-        try:
-            reader, writer = await asyncio.open_connection(sock=sock)
-        except BaseException:
-            sock.close()
-            raise
-        return NetStream(reader, writer)
+        return NetStream(*await aio.streams(sock))
 
     async def connect_unix_socket(
         self,

@@ -142,7 +142,6 @@ async def _attempt(
     params: dict[str, str],
     tls: TlsContext | None,
 ) -> PingResult:
-    import asyncio
     import math
 
     from waitfor.net import aio
@@ -157,11 +156,7 @@ async def _attempt(
         return PingResult(Ping.NO_RESPONSE, f"could not connect: {exc.detail}")
     except OSError as exc:
         return PingResult(Ping.NO_RESPONSE, _connect_error(exc))
-    try:
-        reader, writer = await asyncio.open_connection(sock=sock)
-    except BaseException:
-        sock.close()
-        raise
+    reader, writer = await aio.streams(sock)
     exchange = _exchange(params, tls is not None)
     try:
         return await exchange_async(
