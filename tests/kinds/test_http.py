@@ -19,6 +19,7 @@ import pytest
 import trustme
 
 from tests.conftest import FAST
+from tests.peakrss import peak_rss_kib
 from tests.servers import Script, http_answer, http_server, raw_http_server
 from waitfor import WaitTimeout, wait_for
 from waitfor.kinds.http import BODY_LIMIT
@@ -212,31 +213,6 @@ def test_gzip_and_deflate_bodies_are_decoded() -> None:
         assert b"accept-encoding: gzip, deflate\r\n" in heads[0].lower()
 
 
-def max_rss_of_waitfor(*args: str) -> tuple[int, int]:
-    """(exit code, peak RSS in KiB) of one waitfor run in a fresh interpreter.
-
-    It ends as the ``waitfor`` command does (waitfor.cli.run): os._exit, no interpreter shutdown,
-    which would unwind an abandoned body-search thread and let RE2 abort mid-call.
-    """
-    code = (
-        "import os, resource, sys\n"
-        "from waitfor.cli import main\n"
-        "try:\n"
-        "    main(sys.argv[1:])\n"
-        "except SystemExit as exc:\n"
-        "    status = exc.code if isinstance(exc.code, int) else 1\n"
-        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "print(f'max_rss={rss}', file=sys.stderr, flush=True)\n"
-        "os._exit(status)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
-    )
-    rss = [line for line in result.stderr.splitlines() if line.startswith("max_rss=")]
-    assert rss, result.stderr
-    return result.returncode, int(rss[-1].removeprefix("max_rss="))
-
-
 def test_a_gzip_bomb_is_bounded_before_decompression() -> None:
     # 128 MiB of zeros, ~125 KiB on the wire; made in 1 MiB pieces to keep this test small too.
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
@@ -244,11 +220,11 @@ def test_a_gzip_bomb_is_bounded_before_decompression() -> None:
     bomb = b"".join(packer.compress(zeros) for _ in range(128)) + packer.flush()
     small = http_answer(headers=[(b"Content-Encoding", b"gzip")], body=GZIP_OK)
     with raw_http_server(small) as (url, _):
-        code, baseline = max_rss_of_waitfor("-t", "5", f"{url}/#body=UP")
+        code, baseline, _ = peak_rss_kib("-t", "5", f"{url}/#body=UP")
     assert code == 0
     answer = http_answer(headers=[(b"Content-Encoding", b"gzip")], body=bomb)
     with raw_http_server(answer) as (url, _):
-        code, peak = max_rss_of_waitfor("-t", "1", "--max-interval", "0.05", f"{url}/#body=UP")
+        code, peak, _ = peak_rss_kib("-t", "1", "--max-interval", "0.05", f"{url}/#body=UP")
     assert code == 124
     assert peak < baseline + 16 * 1024, (baseline, peak)  # one 64 KiB chunk inflates to 64 MiB
 

@@ -7,40 +7,15 @@ about 132 MiB; on waitfor's stream transport (waitfor.net.tlsstream) at about 56
 from __future__ import annotations
 
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 
 import trustme
 
+from tests.peakrss import peak_rss_kib
 from tests.servers import Script, http_server
 
 TARGETS = 300
 LIMIT_KIB = 80 * 1024
-
-#: Runs the command and prints its exit code and peak RSS (KiB). The peak is read in a fresh
-#: process, of its child: a process's peak RSS starts at its parent's (pytest's, here) when it
-#: is spawned, so the command cannot be asked for its own, nor measured from this process.
-MEASURE = (
-    "import resource, subprocess, sys\n"
-    "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "print(done.returncode, peak, done.stderr[-500:])\n"
-)
-
-
-def peak_rss_kib(*args: str) -> tuple[int, int, str]:
-    """(exit code, peak RSS in KiB, the end of stderr) of one run of the command."""
-    command = [sys.executable, "-m", "waitfor", *args]
-    result = subprocess.run(
-        [sys.executable, "-c", MEASURE, *command],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    code, peak, stderr = result.stdout.split(" ", 2)
-    return int(code), int(peak), stderr
 
 
 def test_300_https_targets_with_one_ca_stay_within_80_mib(tmp_path: Path) -> None:
