@@ -6,7 +6,7 @@ targets are ready; it replaces waitfor's process, so it gets signals and exit co
 The command line is click's (:mod:`waitfor.clickcli`), but importing click is about half of a
 ready wait's start-up, and most command lines are only targets: ``waitfor tcp://db:5432 --
 ./app``. :func:`quick_params` reads those without click, and only those: targets, ``-q``,
-``-t DURATION``, ``--`` and no ``WAITFOR_*`` variable. Anything else (any other option, --help,
+``-t``/``--timeout``, ``--`` and no ``WAITFOR_*`` variable. Anything else (any other option, --help,
 a bad value, the environment) goes to click, which reads it whole; for the words quick_params
 takes, click's parameters are the same (tests/test_cli.py compares the two).
 """
@@ -76,9 +76,10 @@ def split_command(args: Sequence[str]) -> tuple[list[str], list[str]]:
 def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The parameters click would give these words, for the plainest command lines; else None.
 
-    Only targets (words not starting with '-'), -q/--quiet and -t/--timeout DURATION (each at
-    most once), before ``--``, with no WAITFOR_* variable (click reads them all) and no shell
-    completion asked for. Whatever else click would have to decide, it decides.
+    Only targets (words not starting with '-'), -q/--quiet and -t/--timeout DURATION (or
+    --timeout=DURATION; each at most once), before ``--``, with no WAITFOR_* variable (click
+    reads them all) and no shell completion asked for. Whatever else click would have to
+    decide, it decides.
     """
     if any(name.startswith(("WAITFOR_", "_WAITFOR_")) for name in environ):
         return None
@@ -93,15 +94,17 @@ def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, A
         if not word.startswith("-"):
             targets.append(word)
             continue
-        name = QUICK_FLAGS.get(word) or QUICK_VALUED.get(word)
-        if name is None or name in given:
+        option, attached, value = word.partition("=")  # --timeout=5m: a long option's value
+        name = QUICK_FLAGS.get(word) or QUICK_VALUED.get(option)
+        if name is None or name in given or (attached and not option.startswith("--")):
             return None
         given.add(name)
         if word in QUICK_FLAGS:
             params[name] = True
             continue
-        value = next(values, None)
-        if value is None or value.startswith("-"):
+        if not attached:
+            value = next(values, "-")
+        if value.startswith("-"):
             return None
         params[name] = value
     if not targets:
