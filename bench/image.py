@@ -1,8 +1,9 @@
 """Container start and image size: the waitfor image against a busybox-static image, one run.
 
-``podman run`` of a ready TCP target with the waitfor image, and with busybox's ``nc`` from an
-image made here of Debian's busybox-static package alone (``FROM scratch`` + one static binary:
-the smallest image that can check a port). Rounds alternate the two so load drifts hit both.
+``podman run`` of a ready TCP target and a ready ``http://`` target with the waitfor image, and
+of the TCP target with busybox's ``nc`` from an image made here of Debian's busybox-static
+package alone (``FROM scratch`` + one static binary: the smallest image that can check a port).
+Rounds alternate them all so load drifts hit each.
 
 Usage: bench/image [--runs N]   (writes docs/bench/image.md and image.json)
 """
@@ -23,11 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.servers import free_port, tcp_listener
+from tests.servers import free_port, http_server, tcp_listener
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
 BUSYBOX = "localhost/waitfor-bench-busybox:latest"
+TCP = "waitfor image: waitfor tcp://…"
+HTTP = "waitfor image: waitfor http://…"
+NC = "busybox-static image: nc"
 OUT = ROOT / "docs" / "bench"
 PYTHON = "/opt/waitfor/bin/python"
 
@@ -77,20 +81,31 @@ def timed(argv: list[str]) -> float:
 def measure(waitfor: str, busybox: str, runs: int) -> dict[str, Any]:
     port = free_port()
     run = ["podman", "run", "--rm", "--network=host", "--read-only"]
+    before = os.getloadavg()[0]
+    with tcp_listener(port), http_server() as (url, _):
+        results = _measure(run, waitfor, busybox, port, url, runs)
+    # the interpreter's CPU time is what load stretches: the ratios move with it
+    results["load average"] = [before, os.getloadavg()[0]]
+    return results
+
+
+def _measure(
+    run: list[str], waitfor: str, busybox: str, port: int, url: str, runs: int
+) -> dict[str, Any]:
     commands = {
-        "waitfor image: waitfor tcp://…": [*run, waitfor, "-q", f"tcp://127.0.0.1:{port}"],
-        "busybox-static image: nc": [*run, busybox, "nc", "-w", "2", "127.0.0.1", str(port)],
+        TCP: [*run, waitfor, "-q", f"tcp://127.0.0.1:{port}"],
+        NC: [*run, busybox, "nc", "-w", "2", "127.0.0.1", str(port)],
+        HTTP: [*run, waitfor, "-q", f"{url}/"],
         # the interpreter alone: what is left when waitfor imports nothing
         "waitfor image: python -c pass": [*run, f"--entrypoint={PYTHON}", waitfor, "-c", "pass"],
         "busybox-static image: true": [*run, busybox, "true"],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
-    with tcp_listener(port):
-        for argv in commands.values():
-            timed(argv)  # warm the page cache and podman's storage once
-        for _ in range(runs):
-            for name, argv in commands.items():
-                times[name].append(timed(argv))
+    for argv in commands.values():
+        timed(argv)  # warm the page cache and podman's storage once
+    for _ in range(runs):
+        for name, argv in commands.items():
+            times[name].append(timed(argv))
     starts = {
         name: {
             "median": statistics.median(values),
@@ -98,11 +113,12 @@ def measure(waitfor: str, busybox: str, runs: int) -> dict[str, Any]:
         }
         for name, values in times.items()
     }
-    wf, nc = starts["waitfor image: waitfor tcp://…"], starts["busybox-static image: nc"]
+    nc = starts[NC]["median"]
     return {
         "runs": runs,
         "start": starts,
-        "ratio waitfor/nc (medians)": wf["median"] / nc["median"],
+        "ratio waitfor/nc (medians)": starts[TCP]["median"] / nc,
+        "ratio waitfor http/nc (medians)": starts[HTTP]["median"] / nc,
         "sizes": {
             waitfor: {"bytes": size(waitfor), "gzipped": gzipped_size(waitfor)},
             busybox: {"bytes": size(busybox), "gzipped": gzipped_size(busybox)},
@@ -114,8 +130,8 @@ def table(results: dict[str, Any]) -> str:
     lines = [
         "# Container start and image size",
         "",
-        f"`podman run --rm --network=host --read-only` of a ready TCP target, {results['runs']} "
-        "alternating rounds (`bench/image`):",
+        "`podman run --rm --network=host --read-only` of a ready TCP target and a ready HTTP target"
+        f" (a 200 from a local server), {results['runs']} alternating rounds (`bench/image`):",
         "",
         "| container | median | p90 |",
         "| --- | --- | --- |",
@@ -124,7 +140,12 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"| {name} | {start['median'] * 1000:.0f} ms | {start['p90'] * 1000:.0f} ms |")
     lines += [
         "",
-        f"waitfor / busybox nc: **{results['ratio waitfor/nc (medians)']:.2f}x** (medians)",
+        f"waitfor tcp / busybox nc: **{results['ratio waitfor/nc (medians)']:.2f}x**, waitfor http"
+        f" / busybox nc: **{results['ratio waitfor http/nc (medians)']:.2f}x** (medians)",
+        "",
+        "Load average (1 min) on the machine: {:.1f} at the start, {:.1f} at the end.".format(
+            *results["load average"]
+        ),
         "",
         "| image | size | gzipped |",
         "| --- | --- | --- |",

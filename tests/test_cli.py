@@ -410,3 +410,104 @@ def test_a_signal_wrapped_by_class_creation_is_still_a_signal() -> None:
     assert found is not None
     assert found.signum == signal.SIGINT
     assert signalled_in(RuntimeError("unrelated")) is None
+
+
+QUICK_WORDS = [
+    ["tcp://db:5432"],
+    ["tcp://a:1", "http://b/", "dns:c"],
+    ["-q", "tcp://a:1"],
+    ["tcp://a:1", "--quiet"],
+    ["-t", "2m", "tcp://a:1"],
+    ["tcp://a:1", "--timeout", "90", "-q"],
+    ["-t", "0", "tcp://a:1"],
+    ["tcp://a:1", "--", "./app", "--port", "80", "-q"],
+    ["tcp://a:1", "--", "--"],
+    ["", "tcp://a:1"],
+    ["tcp://a:1", "-t", "1h30m"],
+    ["--timeout=5m", "tcp://a:1", "http://b/"],
+]
+CLICK_WORDS = [
+    [],
+    ["--", "./app"],
+    ["-q"],
+    ["-o", "json", "tcp://a:1"],
+    ["--timeout=", "tcp://a:1"],
+    ["--timeout=-5", "tcp://a:1"],
+    ["-t=5m", "tcp://a:1"],
+    ["--quiet=1", "tcp://a:1"],
+    ["--timeout=5m", "-t", "5m", "tcp://a:1"],
+    ["-t5m", "tcp://a:1"],
+    ["-t", "soon", "tcp://a:1"],
+    ["-t", "-5", "tcp://a:1"],
+    ["tcp://a:1", "-t"],
+    ["-q", "-q", "tcp://a:1"],
+    ["-t", "1", "-t", "2", "tcp://a:1"],
+    ["-", "tcp://a:1"],
+    ["--quie", "tcp://a:1"],
+    ["-qt", "5", "tcp://a:1"],
+    ["--help"],
+    ["tcp://a:1", "--", ""],
+    ["--invert", "tcp://a:1"],
+]
+
+
+def click_params(words: list[str]) -> dict[str, Any]:
+    from waitfor import clickcli
+
+    context = clickcli.cli.make_context("waitfor", list(words), auto_envvar_prefix="WAITFOR")
+    return {**context.params, "command": context.meta.get(clickcli.COMMAND_KEY, [])}
+
+
+@pytest.mark.parametrize("words", QUICK_WORDS, ids=" ".join)
+def test_the_quick_reading_gives_clicks_parameters(
+    words: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if "WAITFOR_" in n]:
+        monkeypatch.delenv(name)
+    quick = cli.quick_params(words, os.environ)
+    assert quick is not None, "the plainest command lines need no click"
+    assert quick == click_params(words)
+
+
+@pytest.mark.parametrize("words", CLICK_WORDS, ids=" ".join)
+def test_every_other_command_line_is_clicks(words: list[str]) -> None:
+    assert cli.quick_params(words, {}) is None
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["WAITFOR_TARGETS", "WAITFOR_TIMEOUT", "WAITFOR_QUIET", "WAITFOR_ANY", "_WAITFOR_COMPLETE"],
+)
+def test_any_waitfor_variable_sends_the_words_to_click(variable: str) -> None:
+    assert cli.quick_params(["tcp://a:1"], {"PATH": "/bin"}) is not None
+    assert cli.quick_params(["tcp://a:1"], {variable: "x"}) is None
+
+
+@pytest.mark.parametrize(
+    ("words", "clicked"),
+    [(["-q", "-t", "5s"], False), (["-q", "-o", "json"], True), (["--quiet", "-t5s"], True)],
+)
+def test_a_ready_run_imports_click_only_for_other_options(
+    words: list[str], clicked: bool, tmp_path: Path
+) -> None:
+    listing = tmp_path / "modules"
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
+        "from waitfor.cli import main\n"
+        "main(sys.argv[2:])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
+    port = free_port()
+    with tcp_listener(port):
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(listing), *words, f"tcp://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+        )
+    assert result.returncode == 0, result.stderr
+    modules = listing.read_text().split()
+    assert ("click" in modules) is clicked
+    assert "inspect" not in modules or clicked

@@ -11,7 +11,7 @@ import click
 import pytest
 import yaml
 
-from waitfor import cli
+from waitfor import clickcli
 from waitfor.targets import parse_target
 
 EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
@@ -40,7 +40,7 @@ def test_example_invocations_parse(path: Path, monkeypatch: pytest.MonkeyPatch) 
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         args = container.get("args", [])
-        context = cli.cli.make_context("waitfor", list(args), auto_envvar_prefix="WAITFOR")
+        context = clickcli.cli.make_context("waitfor", list(args), auto_envvar_prefix="WAITFOR")
         targets = context.params["targets"]
         assert targets, f"{path.name}: no targets"
         for target in targets:
@@ -52,7 +52,7 @@ def test_the_compose_examples_invocation_parses() -> None:
     entrypoint = yaml.safe_load(COMPOSE.read_text())["services"]["app"]["entrypoint"]
     assert entrypoint[0] == "waitfor"
     assert entrypoint[-1] == "--"
-    context = cli.cli.make_context("waitfor", entrypoint[1:-1], auto_envvar_prefix="WAITFOR")
+    context = clickcli.cli.make_context("waitfor", entrypoint[1:-1], auto_envvar_prefix="WAITFOR")
     assert len(context.params["targets"]) == 3
     for target in context.params["targets"]:
         parse_target(target)
@@ -60,7 +60,9 @@ def test_the_compose_examples_invocation_parses() -> None:
 
 def test_a_typo_in_an_example_would_fail() -> None:
     with pytest.raises(click.UsageError):
-        cli.cli.make_context("waitfor", ["--timeot=5m", "tcp://a:1"], auto_envvar_prefix="WAITFOR")
+        clickcli.cli.make_context(
+            "waitfor", ["--timeot=5m", "tcp://a:1"], auto_envvar_prefix="WAITFOR"
+        )
 
 
 # PodSecurity "restricted" (Kubernetes' Pod Security Standards, the baseline rules included),

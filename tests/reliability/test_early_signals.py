@@ -94,7 +94,18 @@ def test_a_signal_at_any_early_moment_ends_the_wait_in_one_line(
         assert "Warning" not in stderr, (delay, stderr)
 
 
-def test_the_handlers_are_in_place_before_click_is_imported(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("words", "module"),
+    [
+        # the quick reading of the words: the library is the first slow import
+        (["tcp://127.0.0.1:5432"], "waitfor.api"),
+        # click reads any other command line
+        (["-o", "text", "tcp://127.0.0.1:5432"], "click"),
+    ],
+)
+def test_the_handlers_are_in_place_before_the_slow_imports(
+    tmp_path: Path, words: list[str], module: str
+) -> None:
     """The command's first code installs them: importing click and the library takes tens of
     milliseconds in which a signal found Python's defaults (or, as PID 1, nothing)."""
     seen = tmp_path / "seen"
@@ -102,17 +113,18 @@ def test_the_handlers_are_in_place_before_click_is_imported(tmp_path: Path) -> N
         "import signal, sys\n"
         "class Spy:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'click':\n"
+        f"        if name == {module!r}:\n"
         "            handler = signal.getsignal(signal.SIGTERM)\n"
         f"            open({str(seen)!r}, 'w').write(getattr(handler, '__module__', 'default'))\n"
         "        return None\n"
         "sys.meta_path.insert(0, Spy())\n"
-        "sys.argv = ['waitfor', 'tcp://127.0.0.1:5432']\n"
+        f"sys.argv = ['waitfor', *{words!r}]\n"
         "import runpy\n"
         "runpy.run_module('waitfor', run_name='__main__')\n"
     )
+    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, env=env
     )
     assert result.returncode == 0, result.stderr
     assert seen.read_text().startswith("waitfor.")

@@ -14,7 +14,6 @@ synchronous), but SIGINT/SIGTERM interrupt it.
 
 from __future__ import annotations
 
-import inspect
 import re
 from functools import cache
 from importlib import import_module
@@ -105,6 +104,8 @@ def load(kind: Kind) -> type[Check[Any]]:
     if not kind.origin:
         cls: type[Check[Any]] = getattr(import_module(module_name), class_name)
         return cls
+    import inspect  # only a third-party kind is checked with it
+
     from waitfor.kind import Check
 
     where = f"kind {kind.name!r} ({kind.implementation} from {kind.origin})"
