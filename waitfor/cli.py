@@ -32,6 +32,8 @@ from waitfor.entry import (
     ignore_interrupts,
     install,
     interrupt,
+    pending,
+    raise_pending,
     signalled_in,
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
@@ -139,6 +141,7 @@ def wait(
 ) -> None:
     """Wait until every target is ready, then return or exec ``command``: the command's work,
     once its words are read and checked (the termination log is set already)."""
+    raise_pending()  # a signal Python swallowed while the words were read
     defaults = {}
     if insecure:
         defaults["insecure"] = "true"
@@ -174,6 +177,7 @@ def wait(
         defaults=defaults,
     )
     wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import
+    raise_pending()  # a signal Python swallowed on the way: interrupted, not ready
     if command:
         exec_command(command)
 
@@ -204,6 +208,9 @@ async def signals_cancel() -> AsyncIterator[None]:
 
     for signum in INTERRUPTS:
         loop.add_signal_handler(signum, on_signal, signum)
+    swallowed = pending()  # by Python, before the loop took the signals over
+    if swallowed is not None:
+        on_signal(swallowed.signum)
     try:
         yield
     except asyncio.CancelledError:

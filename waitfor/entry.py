@@ -8,12 +8,16 @@ and installs waitfor's handlers first; only the interpreter's own start-up prece
 
 The handlers raise :class:`Signalled`, a BaseException: no ``except Exception`` on the way (a
 plugin's import, a library's retry loop) can swallow it. The command turns it into exit 130/143.
+Python itself swallows what a weakref callback or a ``__del__`` raises (a signal landing while
+an import's module lock is collected, say): such a signal is kept (:func:`pending`) instead of
+printed, and the command asks for it where the wait would go on (:func:`raise_pending`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from types import FrameType
 from typing import NoReturn
 
@@ -21,6 +25,8 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 #: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
 INHERITED_IGNORED: list[signal.Signals] = []
 _installed: list[bool] = []
+#: every interrupt the handlers raised, in order: one Python swallowed is still known here
+_received: list[int] = []
 
 
 class Signalled(BaseException):
@@ -41,12 +47,34 @@ def install() -> None:
     INHERITED_IGNORED[:] = [s for s in INTERRUPTS if signal.getsignal(s) is signal.SIG_IGN]
     for signum in INTERRUPTS:
         signal.signal(signum, interrupt)
+    sys.unraisablehook = _unraisable
     _installed.append(True)
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
     ignore_interrupts()
+    _received.append(signum)
     raise Signalled(signum)
+
+
+def pending() -> Signalled | None:
+    """The first interrupt received, if any (the command is then on its way out, or Python
+    swallowed the exception the handler raised)."""
+    return Signalled(_received[0]) if _received else None
+
+
+def raise_pending() -> None:
+    """Raise the interrupt Python swallowed, if one was: the wait must not go on after it."""
+    signalled = pending()
+    if signalled is not None:
+        raise signalled
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """Python's report of an exception it could not raise, except our own interrupt's, which
+    :func:`pending` keeps: no "Exception ignored ... Traceback" for a signal."""
+    if not isinstance(unraisable.exc_value, Signalled):
+        sys.__unraisablehook__(unraisable)
 
 
 def exiting(signum: int, frame: FrameType | None) -> None:

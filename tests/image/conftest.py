@@ -10,6 +10,17 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
 
 
+#: A new machine's first image test builds its image (debootstrap, minutes); the compose test its
+#: services' image: their fixtures' time counts against the test's timeout, the suite's 120 s.
+BUILD_TIMEOUT = 1500
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/image/" in item.nodeid and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT))
+
+
 def podman(
     *args: str, timeout: float = 120, check: bool = True
 ) -> subprocess.CompletedProcess[str]:

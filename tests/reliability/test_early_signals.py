@@ -147,3 +147,39 @@ def test_an_early_sigterm_to_pid1_is_not_lost(delay_ms: int) -> None:
         stderr = root.stderr.read()
     assert stderr.endswith("waitfor: error: interrupted by SIGTERM\n"), stderr
     assert "Traceback" not in stderr
+
+
+#: A signal whose handler runs inside a ``__del__``: Python reports the handler's exception as
+#: "Exception ignored" and carries on (seen for real inside importlib's module-lock callback).
+SWALLOWED = (
+    "import os, signal, sys\n"
+    "from waitfor import entry\n"
+    "entry.install()\n"
+    "class Finalised:\n"
+    "    def __del__(self):\n"
+    "        os.kill(os.getpid(), signal.SIGTERM)\n"
+    "        for _ in range(1000):\n"  # the handler runs here, between two bytecodes
+    "            pass\n"
+    "Finalised()\n"
+    "from waitfor.cli import run\n"
+    "sys.argv = ['waitfor', *sys.argv[1:]]\n"
+    "run()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["tcp://127.0.0.1:5432"],  # ready at once: the synchronous path
+        ["-t", "30", f"tcp://127.0.0.1:{free_port()}"],  # refused: the event loop's wait
+        ["-o", "text", "tcp://127.0.0.1:5432"],  # click reads the words
+    ],
+)
+def test_a_signal_python_swallowed_still_ends_the_wait(words: list[str]) -> None:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", SWALLOWED, *words], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+    assert time.monotonic() - started < 10  # not the 30 s deadline
