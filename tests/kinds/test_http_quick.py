@@ -367,3 +367,30 @@ def test_http_unix_both_ways(tmp_path: Path, answer: bytes) -> None:
         )
         is None
     )
+
+
+# --- the judgement's reading of headers ----------------------------------------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from(["text/plain", " charset=UTF-8", "charset", "CharSet = Latin-1 ", ""]),
+            st.sampled_from([' charset="utf-8"', " charset*=utf-8''x", " charset=<a>", "a=b=c"]),
+            st.text(st.sampled_from('ab=;" \\*<>,\t\xe9-'), max_size=8),
+        ),
+        max_size=4,
+    ),
+    repeated=st.booleans(),
+)
+def test_the_charset_is_read_as_httpx_reads_it(parts: list[str], repeated: bool) -> None:
+    from httpx._models import _parse_content_type_charset
+
+    from waitfor.kinds.http.judge import charset
+
+    value = ";".join(parts)
+    raw = [(b"Content-Type", value.encode("latin-1"))] * (2 if repeated else 1)
+    response = httpx.Response(200, headers=raw)
+    assert charset(response.headers.multi_items()) == response.charset_encoding
+    assert charset([("content-type", value)]) == _parse_content_type_charset(value)
