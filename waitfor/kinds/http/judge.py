@@ -12,7 +12,6 @@ Content-Encoding layers and charset, the body regex and the json expectations, d
 from __future__ import annotations
 
 import codecs
-import zlib
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING
 
@@ -155,16 +154,19 @@ def decode_body(raw: bytes, codings: list[str], charset: str | None) -> str:
         raise BodyError(f"its body cannot be decoded as {name[:40]!r}") from None
 
 
-_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+#: zlib's window bits for each coding (zlib.MAX_WBITS is 15; +16: a gzip header)
+_WBITS = {"gzip": 16 + 15, "x-gzip": 16 + 15, "deflate": 15}
 
 
 def _decompress(data: bytes, coding: str) -> bytes:
+    import zlib  # a shared library to load: only for an encoded body
+
     try:
         return zlib.decompressobj(_WBITS[coding]).decompress(data, BODY_LIMIT)
     except zlib.error:
         if coding == "deflate":  # servers send raw deflate as often as the zlib format
             try:
-                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, BODY_LIMIT)
+                return zlib.decompressobj(-15).decompress(data, BODY_LIMIT)
             except zlib.error:
                 pass
         raise BodyError(f"its {coding} body is corrupt") from None
