@@ -15,6 +15,10 @@ and never reuse connections.
 Whatever a server answers is at worst "not ready" with a reason, never a configuration error: an
 unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a malformed Location
 all fail the probe the way they fail the kubelet's.
+
+What an answer means is decided in one place, :mod:`.judge`, for httpx's answers here and for
+the quick first attempt's (:mod:`.wire`: plain http and http+unix, on a blocking socket before
+the event loop, strict, only ever "ready"; anything else is left to httpx).
 """
 
 from __future__ import annotations
