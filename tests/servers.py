@@ -300,6 +300,46 @@ def scripted_peer(
         listener.close()
 
 
+def read_request(conn: socket.socket) -> bytes:
+    """A request's head and its Content-Length body, as they arrived."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head = data.partition(b"\r\n\r\n")[0].lower()
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.startswith(b"content-length:"):
+            length = int(line.partition(b":")[2])
+    while len(data.partition(b"\r\n\r\n")[2]) < length:
+        data += conn.recv(65536)
+    return data
+
+
+@contextmanager
+def answering_peer(
+    answer: bytes | Callable[[socket.socket], None],
+) -> Iterator[tuple[str, list[bytes]]]:
+    """A server that reads each request whole (head and body: no reset for an unread body),
+    then sends ``answer`` verbatim and closes, or runs it; yields the base URL and the requests
+    received."""
+    received: list[bytes] = []
+
+    def reply(conn: socket.socket) -> None:
+        received.append(read_request(conn))
+        if callable(answer):
+            answer(conn)
+        else:
+            conn.sendall(answer)
+            conn.shutdown(socket.SHUT_WR)
+            conn.recv(1)  # until the client hangs up: no reset of what it still reads
+
+    with scripted_peer(reply) as port:
+        yield f"http://127.0.0.1:{port}", received
+
+
 @contextmanager
 def banner_server(banner: bytes) -> Iterator[int]:
     """A TCP server on a free port that says ``banner`` to every client, then hangs up."""

@@ -17,7 +17,8 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from waitfor.values import Value
 
 Path = tuple[str | int, ...]
 _INDEX = re.compile(r'\[(?:(-?\d+)|"([^"]*)")\]')
@@ -31,8 +32,7 @@ OPERATORS = ("==", "!=", ">=", "<=", ">", "<")
 _NUMERIC = frozenset({">=", "<=", ">", "<"})
 
 
-@dataclass(frozen=True)
-class JsonExpectation:
+class JsonExpectation(Value):
     text: str  # as written, for reasons
     path: Path
     accepted: tuple[object, ...] | None  # None: the path only has to exist

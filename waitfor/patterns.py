@@ -18,20 +18,31 @@ a target has a body regex, so other runs do not pay its ~15 ms import.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from waitfor.values import Value
+
+if TYPE_CHECKING:
+    import asyncio
 
 #: instructions in the compiled program; health-check patterns use a few dozen
 MAX_PROGRAM_SIZE = 5000
 
 
-@dataclass(frozen=True, eq=False)
-class Pattern:
+class Pattern(Value):
+    """A compiled pattern (a :class:`Value`, not a dataclass: a quick start does not pay for
+    the dataclasses module); equal to another of the same text."""
+
     pattern: str  # as the user wrote it
     _compiled: Any
+    _uncompared: ClassVar[tuple[str, ...]] = ("_compiled",)
+
+    @property
+    def size(self) -> int:
+        """RE2's program size: a search's cost grows with it times the text's length."""
+        return int(self._compiled.programsize)
 
     def search_now(self, data: bytes) -> bool:
         """Whether the pattern occurs in UTF-8 ``data``; blocks for up to ~1 s (see above)."""
@@ -39,6 +50,8 @@ class Pattern:
 
     async def search(self, data: bytes) -> bool:
         """:meth:`search_now` off the event loop; cancelling returns at once."""
+        import asyncio  # not at import: a quick first attempt searches without an event loop
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
 

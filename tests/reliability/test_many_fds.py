@@ -14,13 +14,14 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from tests.redisd import Memcached, unavailable_reason
-from tests.servers import server_factory
+from tests.servers import http_server, server_factory, unix_http_server
 from waitfor import wait_for
 from waitfor.api import Wait
 
@@ -65,17 +66,17 @@ def targets(tmp_path: Path) -> Iterator[dict[str, str]]:
         "mqtt": "mqtt://127.0.0.1:1883",
         "nats": "nats://127.0.0.1:4222",
     }
-    try:
+    with ExitStack() as stack:
+        stack.callback(listener.close)
+        url, _ = stack.enter_context(http_server())
+        found["http"] = f"{url}/healthz#body=ok"
+        stack.enter_context(unix_http_server(str(tmp_path / "http.sock")))
+        found["http+unix"] = f"http+unix://{quote(str(tmp_path / 'http.sock'), safe='')}/"
         if unavailable_reason("memcached") is None:
-            with server_factory(Memcached, tmp_path) as make:
-                server = make()
-                server.start()
-                found["memcached"] = f"memcached://127.0.0.1:{server.port}"
-                yield found
-        else:
-            yield found
-    finally:
-        listener.close()
+            server = stack.enter_context(server_factory(Memcached, tmp_path))()
+            server.start()
+            found["memcached"] = f"memcached://127.0.0.1:{server.port}"
+        yield found
 
 
 def test_the_library_with_more_than_1024_descriptors_open(targets: dict[str, str]) -> None:

@@ -452,12 +452,28 @@ def first_attempt(
     """
     from waitfor.net import blocking
 
-    undecided: tuple[type[Exception], ...] = (Closed, TooLong, NotNow, OSError, TlsError, *errors)
     sock = blocking.connect(*address, deadline)
     if sock is None:
         return None
+    return answer_now(sock, conversation, deadline, errors, tls=tls, server_hostname=address[0])
+
+
+def answer_now(
+    sock: socket.socket,
+    conversation: Conversation,
+    deadline: Deadline,
+    errors: tuple[type[Exception], ...] = (),
+    *,
+    tls: TlsFactory | None = None,
+    server_hostname: str = "",
+) -> Outcome | None:
+    """:func:`first_attempt` over a socket connected some other way (a Unix socket's), which
+    is closed here: the ready outcome, or None."""
+    undecided: tuple[type[Exception], ...] = (Closed, TooLong, NotNow, OSError, TlsError, *errors)
     try:
-        outcome = run_blocking(conversation, sock, deadline.at, tls=tls, server_hostname=address[0])
+        outcome = run_blocking(
+            conversation, sock, deadline.at, tls=tls, server_hostname=server_hostname
+        )
         return outcome if outcome.ready else None
     except undecided:  # TimeoutError is an OSError
         return None

@@ -15,18 +15,18 @@ and never reuse connections.
 Whatever a server answers is at worst "not ready" with a reason, never a configuration error: an
 unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a malformed Location
 all fail the probe the way they fail the kubelet's.
+
+What an answer means is decided in one place, :mod:`.judge`, for httpx's answers here and for
+the quick first attempt's (:mod:`.wire`: plain http and http+unix, on a blocking socket before
+the event loop, strict, only ever "ready"; anything else is left to httpx).
 """
 
 from __future__ import annotations
 
-import codecs
 import os
-import re
-import zlib
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor import jsonexpect as expect
 from waitfor import redaction, urls
 from waitfor.kind import (
     Address,
@@ -37,6 +37,8 @@ from waitfor.kind import (
     single,
     standard_address,
 )
+from waitfor.kinds.http import wire
+from waitfor.kinds.http.judge import BODY_LIMIT, Search, judge
 from waitfor.net import tls
 from waitfor.urlsplit import unquote
 from waitfor.values import Value
@@ -44,15 +46,17 @@ from waitfor.values import Value
 if TYPE_CHECKING:
     from waitfor.deadline import Deadline
 
-if TYPE_CHECKING:  # httpx, ssl and RE2 are imported when needed: parsing a target stays cheap
+if TYPE_CHECKING:  # httpx, ssl, json and RE2 are imported when needed: parsing stays cheap
     import httpx
 
+    from waitfor.jsonexpect import JsonExpectation
     from waitfor.patterns import Pattern
 
-BODY_LIMIT = 64 * 1024
+__all__ = ["BODY_LIMIT", "HttpCheck", "HttpOptions"]
+
 MAX_REDIRECTS = 10
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
+#: a header name's characters (RFC 9110 token); checked without ``re``, which costs a start-up
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "OPTIONS")
 #: what a ``data=`` body is sent as unless ``content-type=`` says otherwise (curl's -d default)
 DEFAULT_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -64,7 +68,7 @@ class HttpOptions(Value):
     headers: tuple[tuple[str, str], ...] = ()
     method: str = "GET"
     tls: tls.TlsOptions = tls.TlsOptions()
-    json: tuple[expect.JsonExpectation, ...] = ()
+    json: tuple[JsonExpectation, ...] = ()
     #: ``expect-header=Name[:RE2]``: (name, pattern or None for "present"), all must hold
     expect_headers: tuple[tuple[str, Pattern | None], ...] = ()
     data: bytes | None = None  # the request body
@@ -110,7 +114,7 @@ class HttpCheck(Check[HttpOptions]):
         if method not in _METHODS:
             shown = method if len(method) <= 20 else method[:20] + "..."
             raise ValueError(f"method must be one of {', '.join(_METHODS)}, not {shown!r}")
-        expectations = tuple(expect.parse_expectation(v) for k, v in pairs if k == "json")
+        expectations = _json_expectations([v for k, v in pairs if k == "json"])
         if (body is not None or expectations) and method == "HEAD":
             raise ValueError("a body or json expectation needs a method other than HEAD")
         if data is not None and method in ("GET", "HEAD"):
@@ -152,12 +156,7 @@ class HttpCheck(Check[HttpOptions]):
                 transport=transport,
                 follow_redirects=False,
                 trust_env=False,
-                # Only codings whose output decode_body can bound (no brotli, no zstd).
-                headers={
-                    "User-Agent": "waitfor",
-                    "Accept-Encoding": "gzip, deflate",
-                    **dict(options.headers),
-                },
+                headers=client_headers(options),
             )
             self._clients[scheme] = client
         return client
@@ -165,6 +164,21 @@ class HttpCheck(Check[HttpOptions]):
     @cached_property
     def _clients(self) -> dict[str, httpx.AsyncClient]:
         return {}
+
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
+        """Plain HTTP's quick first attempt (:mod:`.wire`); TLS is the runner's, as for every
+        kind (the first attempt stays free of ssl)."""
+        if self.target.scheme == "https":
+            return None
+        socket_path = self.target.param("socket")
+        return wire.first_attempt(
+            self.options,
+            self.target.param("url") or self.target.url,
+            client_headers(self.options),
+            deadline,
+            address=None if socket_path else (self.target.host, self.target.port or 80),
+            socket_path=socket_path,
+        )
 
     async def probe(self, deadline: Deadline) -> Outcome:
         import httpx
@@ -212,48 +226,29 @@ class HttpCheck(Check[HttpOptions]):
         raise httpx.TooManyRedirects("too many redirects", request=request)
 
     async def _judge(self, response: httpx.Response) -> Outcome:
-        options = self.options
-        status = response.status_code
-        if not options.accepts(status):
-            return Outcome.down(f"HTTP {status} (expecting {options.describe_statuses()})")
-        for name, pattern in options.expect_headers:
-            values = response.headers.get_list(name)
-            if not values:
-                return Outcome.down(f"HTTP {status} but no header {name!r}")
-            if pattern is not None and not any(
-                [await pattern.search(value.encode("utf-8", errors="replace")) for value in values]
-            ):
-                return Outcome.down(
-                    f"HTTP {status} but header {name!r} does not match {pattern.pattern!r}"
-                )
-        if options.body is None and not options.json:
-            return Outcome.up(f"HTTP {status}")
-        try:
-            text = decode_body(
-                await read_bounded(response),
-                response.headers.get_list("content-encoding", split_commas=True),
-                response.charset_encoding,
-            )
-        except BodyError as exc:
-            return Outcome.down(f"HTTP {status} but {exc}")
-        if options.body is not None and not await options.body.search(
-            text.encode("utf-8", errors="replace")
-        ):
-            return Outcome.down(f"HTTP {status} but body does not match {options.body.pattern!r}")
-        if not options.json:
-            return Outcome.up(f"HTTP {status}, body matches")
-        try:
-            document = expect.load(text)
-        except ValueError as exc:
-            return Outcome.down(f"HTTP {status} but the body is not JSON: {exc}")
-        unmet = expect.unmet(document, options.json)
-        if unmet is not None:
-            return Outcome.down(f"HTTP {status} but {unmet}")
-        return Outcome.up(f"HTTP {status}, json matches")
+        """The one judgement (:mod:`.judge`), its body read and its patterns searched here."""
+        judgement = judge(self.options, response.status_code, response.headers.multi_items())
+        answer: bytes | bool | None = None
+        while True:
+            try:
+                step = next(judgement) if answer is None else judgement.send(answer)
+            except StopIteration as stop:
+                outcome: Outcome = stop.value
+                return outcome
+            if isinstance(step, Search):
+                answer = await step.pattern.search(step.data)
+            else:
+                answer = await read_bounded(response)
 
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+
+
+def client_headers(options: HttpOptions) -> dict[str, str]:
+    """The headers the client sends besides httpx's own (the quick attempt's request too)."""
+    # Only codings whose output decode_body can bound (no brotli, no zstd).
+    return {"User-Agent": "waitfor", "Accept-Encoding": "gzip, deflate", **dict(options.headers)}
 
 
 def _unfollowable(url: httpx.URL) -> str:
@@ -265,10 +260,6 @@ def _unfollowable(url: httpx.URL) -> str:
     return ""
 
 
-class BodyError(Exception):
-    """A body that cannot be read as text: the server's fault, so "not ready", with this reason."""
-
-
 async def read_bounded(response: httpx.Response) -> bytes:
     """At most BODY_LIMIT bytes off the wire, still encoded (a gzip bomb is bounded here too)."""
     data = bytearray()
@@ -277,43 +268,6 @@ async def read_bounded(response: httpx.Response) -> bytes:
         if len(data) >= BODY_LIMIT:
             break
     return bytes(data)
-
-
-def decode_body(raw: bytes, codings: list[str], charset: str | None) -> str:
-    """Undo Content-Encoding (each layer's output bounded by BODY_LIMIT), then the charset."""
-    data = raw
-    for coding in reversed([c.strip().lower() for c in codings]):
-        if coding in ("", "identity"):
-            continue
-        if coding not in _WBITS:
-            raise BodyError(f"its Content-Encoding {coding[:20]!r} is not supported")
-        data = _decompress(data, coding)
-    name = (charset or "utf-8").strip()
-    try:
-        codec = codecs.lookup(name)
-    except LookupError:
-        raise BodyError(f"its charset {name[:40]!r} is unknown") from None
-    if not getattr(codec, "_is_text_encoding", True):  # base64, rot13, zlib: not for text
-        raise BodyError(f"its charset {name[:40]!r} is not a text encoding")
-    try:
-        return data.decode(codec.name, errors="replace")
-    except (UnicodeError, ValueError, TypeError):  # codecs that refuse errors="replace"
-        raise BodyError(f"its body cannot be decoded as {name[:40]!r}") from None
-
-
-_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-
-
-def _decompress(data: bytes, coding: str) -> bytes:
-    try:
-        return zlib.decompressobj(_WBITS[coding]).decompress(data, BODY_LIMIT)
-    except zlib.error:
-        if coding == "deflate":  # servers send raw deflate as often as the zlib format
-            try:
-                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, BODY_LIMIT)
-            except zlib.error:
-                pass
-        raise BodyError(f"its {coding} body is corrupt") from None
 
 
 def parse_http_unix(url: str) -> Address:
@@ -349,10 +303,11 @@ def parse_statuses(text: str) -> tuple[tuple[int, int], ...]:
     ranges = []
     for item in text.split(","):
         item = item.strip().lower()
-        if re.fullmatch(r"[1-5]xx", item):
+        first, dash, last = item.partition("-")
+        if len(item) == 3 and item[0] in "12345" and item[1:] == "xx":
             low, high = int(item[0]) * 100, int(item[0]) * 100 + 99
-        elif m := re.fullmatch(r"(\d{3})(?:-(\d{3}))?", item):
-            low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        elif _code(first) and (_code(last) if dash else not last):
+            low, high = int(first), int(last or first)
         else:
             raise ValueError(f"status {text!r}: expected codes or ranges like 200,204,300-399,2xx")
         if not 100 <= low <= high <= 599:
@@ -361,17 +316,30 @@ def parse_statuses(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
+def _code(text: str) -> bool:
+    return len(text) == 3 and text.isdecimal()  # as re's \d{3}: any script's digits, as int()
+
+
+def _token(text: str) -> bool:
+    return bool(text) and all(char in _TOKEN for char in text)
+
+
+def _printable(text: str) -> bool:
+    """Printable ASCII and tabs: what a header value may hold."""
+    return all(" " <= char <= "~" or char == "\t" for char in text)
+
+
 def parse_header(text: str, secret: bool = True) -> tuple[str, str]:
     """``Name: value``; the value is a credential as often as not, so no message quotes it."""
     name, colon, value = text.partition(":")
     name, value = name.strip(), value.strip()
     if not secret:  # content-type=: the option's own name
-        if not _HEADER_VALUE.fullmatch(value) or not value:
+        if not _printable(value) or not value:
             raise ValueError("content-type must be printable ASCII, e.g. application/json")
         return name, value
-    if not colon or not _HEADER_NAME.fullmatch(name):
+    if not colon or not _token(name):
         raise ValueError("header must be 'Name: value'")
-    if not _HEADER_VALUE.fullmatch(value):
+    if not _printable(value):
         raise ValueError(f"header {name!r}: the value must be printable ASCII")
     return name, value
 
@@ -380,7 +348,7 @@ def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
     """``Name`` (present) or ``Name:RE2`` (a value matches); RE2 as for ``body=``."""
     name, colon, pattern = text.partition(":")
     name = name.strip()
-    if not _HEADER_NAME.fullmatch(name):
+    if not _token(name):
         raise ValueError("expect-header must be 'Name' or 'Name:REGEX'")
     if not colon:
         return name, None
@@ -390,6 +358,14 @@ def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
         return name, compile_pattern(pattern)
     except ValueError as exc:
         raise ValueError(f"expect-header {name!r}: {exc}") from None
+
+
+def _json_expectations(texts: list[str]) -> tuple[JsonExpectation, ...]:
+    if not texts:
+        return ()
+    from waitfor import jsonexpect  # json and its expectations: for json targets only
+
+    return tuple(jsonexpect.parse_expectation(text) for text in texts)
 
 
 def _compile(pattern: str) -> Pattern:
