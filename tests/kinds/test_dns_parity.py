@@ -274,3 +274,20 @@ def test_attempts(environment: Environment) -> None:
                 assert addresses == want, f"{tool} with attempts:{attempts}: {reason}"
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    "search",
+    [
+        "x" * 64 + ".test good.test",  # a label longer than 63 bytes
+        ".".join(["abcdefghi" * 7] * 4) + " good.test",  # svc.<that> is longer than 255 bytes
+    ],
+    ids=["label", "name"],
+)
+def test_a_search_domain_no_query_can_carry(
+    environment: Environment, dnsmasq: DnsServer, search: str
+) -> None:
+    """glibc cannot make the query (NO_RECOVERY): the search list ends there, the name as given
+    is still asked; waitfor crashed (dnspython's LabelTooLong) on the event loop."""
+    environment.write(HOSTS, resolv_conf(dnsmasq.address, search=search), "hosts: files dns\n")
+    environment.assert_parity({"svc": None, "dotted.name": None, "svc.good.test": {"10.8.0.1"}})

@@ -179,7 +179,8 @@ class Candidate(Value):
 
     name: str
     records: tuple[Any, ...] = ()
-    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL", "REFUSED", "timeout", "unreachable"
+    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL", "REFUSED", "timeout", "unreachable",
+    # "NO_RECOVERY" (no query made)
     detail: str = ""  # for reasons: "SERVFAIL from 10.96.0.10:53", "no answer from ... in 5s"
 
 
@@ -272,6 +273,12 @@ def candidate(qname: str, rdtypes: Sequence[str], answers: Sequence[Reply | NoAn
     return Candidate(
         qname, (), text, f"{text} from {judged.server if failed else 'the nameserver'}"
     )
+
+
+def unaskable(qname: str) -> Candidate:
+    """A name no query can carry (a search domain made a label longer than 63 bytes or the name
+    longer than 255): glibc's res_mkquery fails with NO_RECOVERY, which ends the search list."""
+    return Candidate(qname, (), "NO_RECOVERY", "not a name a query can carry (too long?)")
 
 
 def res_send(config: ResolverConfig) -> Generator[tuple[str, int], Reply | str, Reply | NoAnswer]:

@@ -31,23 +31,29 @@ async def search(name: str, rdtypes: tuple[str, ...], config: glibc.ResolverConf
     steps = glibc.res_search(name, config)
     qname = next(steps)
     while True:
-        # An attempt cut off here says which nameserver kept it waiting.
-        with waiting_on(
-            lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
-        ):
-            answers = await asyncio.gather(*(_send(qname, t, config) for t in rdtypes))
         try:
-            qname = steps.send(glibc.candidate(qname, rdtypes, answers))
+            queries = [dns.message.make_query(dns.name.from_text(qname), t) for t in rdtypes]
+        except dns.exception.DNSException:  # a search domain made it too long, or not a name
+            verdict = glibc.unaskable(qname)
+        else:
+            # An attempt cut off here says which nameserver kept it waiting.
+            with waiting_on(
+                lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
+            ):
+                sends = (_send(q, t, config) for q, t in zip(queries, rdtypes, strict=True))
+                answers = await asyncio.gather(*sends)
+            verdict = glibc.candidate(qname, rdtypes, answers)
+        try:
+            qname = steps.send(verdict)
         except StopIteration as done:
             found: glibc.Search = done.value
             return found
 
 
 async def _send(
-    qname: str, rdtype: str, config: glibc.ResolverConfig
+    query: dns.message.Message, rdtype: str, config: glibc.ResolverConfig
 ) -> glibc.Reply | glibc.NoAnswer:
     """res_send's queries for one name and type."""
-    query = dns.message.make_query(dns.name.from_text(qname), rdtype)
     steps = glibc.res_send(config)
     server, seconds = next(steps)
     while True:
