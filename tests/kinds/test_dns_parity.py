@@ -291,3 +291,18 @@ def test_a_search_domain_no_query_can_carry(
     is still asked; waitfor crashed (dnspython's LabelTooLong) on the event loop."""
     environment.write(HOSTS, resolv_conf(dnsmasq.address, search=search), "hosts: files dns\n")
     environment.assert_parity({"svc": None, "dotted.name": None, "svc.good.test": {"10.8.0.1"}})
+
+
+def test_nameserver_lines_glibc_skips_or_reads_without_their_scope(
+    environment: Environment, dnsmasq: DnsServer
+) -> None:
+    """An IPv4 address with a %scope is no nameserver for glibc (the line is skipped, so it
+    takes none of the three places); an IPv6 scope glibc cannot read is ignored. waitfor
+    counted the first, and crashed on the second ("encoding of hostname failed")."""
+    scoped = f"nameserver {dnsmasq.address}%lo\n" * 3
+    environment.write(HOSTS, scoped + resolv_conf(dnsmasq.address), "hosts: files dns\n")
+    environment.assert_parity({"svc": {"10.8.0.1"}})
+    conf = b"nameserver fe80::1%\xff\n" + resolv_conf(dnsmasq.address).encode()
+    environment.write(HOSTS, "", "hosts: files dns\n")
+    (environment.root / "resolv.conf").write_bytes(conf)
+    environment.assert_parity({"svc": {"10.8.0.1"}})

@@ -67,8 +67,8 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
         if not fields:
             continue
         keyword, values = fields[0], fields[1:]
-        if keyword == "nameserver" and values and is_ip(values[0]):
-            servers.append(values[0])
+        if keyword == "nameserver" and values and (server := _nameserver(values[0])):
+            servers.append(server)
         elif keyword == "search" and values:
             search = values
         elif keyword == "domain" and values:
@@ -93,6 +93,16 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
         timeout=max(settings["timeout"], 1),
         attempts=max(settings["attempts"], 1),
     )
+
+
+def _nameserver(text: str) -> str | None:
+    """A nameserver's address as glibc reads it: IPv4, or IPv6 with an optional ``%scope``;
+    None for a line glibc skips. A scope glibc cannot read is ignored (scope 0) as glibc does;
+    here, one no socket call can even encode."""
+    address, percent, scope = text.partition("%")
+    if not is_ip(address) or (percent and ":" not in address):
+        return None
+    return text if scope and scope.isascii() and scope.isprintable() else address
 
 
 def _own_domain() -> list[str]:
