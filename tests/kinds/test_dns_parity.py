@@ -306,3 +306,50 @@ def test_nameserver_lines_glibc_skips_or_reads_without_their_scope(
     environment.write(HOSTS, "", "hosts: files dns\n")
     (environment.root / "resolv.conf").write_bytes(conf)
     environment.assert_parity({"svc": {"10.8.0.1"}})
+
+
+def _answering(records: list[tuple[str, str]]) -> UdpResponder:
+    """A nameserver whose answer section is ``records`` (owner, then a CNAME target or the
+    type asked), in that order; each address its own (10.6.0.N, fd00::N)."""
+
+    def answer(query: dns.message.Message) -> dns.message.Message:
+        reply = dns.message.make_response(query)
+        question = query.question[0]
+        for n, (owner, value) in enumerate(records, 1):
+            owner = question.name.to_text() if owner == "NAME" else owner
+            rdtype = "CNAME" if value.endswith(".") else question.rdtype.name
+            if rdtype != "CNAME":
+                value = f"10.6.0.{n}" if rdtype == "A" else f"fd00::{n}"
+            reply.answer.append(dns.rrset.from_text(owner, 60, "IN", rdtype, value))
+        return reply
+
+    return UdpResponder(answer, address=next_address(), port=53)
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        ([("other.test.", "")], None),  # an answer for another name only
+        ([("other.test.", ""), ("NAME", "")], {"10.6.0.2", "fd00::2"}),
+        ([("NAME", "x.test."), ("NAME", "")], None),  # after the CNAME, x.test is expected
+        ([("x.test.", ""), ("NAME", "x.test.")], None),  # the target before its CNAME
+        (
+            [("NAME", "x.test."), ("x.test.", "y.test."), ("x.test.", ""), ("y.test.", "")],
+            {"10.6.0.4", "fd00::4"},
+        ),
+        ([("other.test.", "x.test."), ("x.test.", "")], {"10.6.0.2", "fd00::2"}),  # any owner
+    ],
+    ids=["other name", "other, then own", "own after CNAME", "before CNAME", "chain", "owner"],
+)
+def test_only_the_names_addresses_count(
+    environment: Environment, records: list[tuple[str, str]], expected: set[str] | None
+) -> None:
+    """glibc takes an address only if its owner is the name asked, or the target of the CNAME
+    before it; waitfor took every address in the answer (a server answering for another name
+    made it ready)."""
+    server = _answering(records)
+    try:
+        environment.write(HOSTS, resolv_conf(server.address, search=""), "hosts: files dns\n")
+        environment.assert_parity({"svc.test.": expected})
+    finally:
+        server.stop()

@@ -29,7 +29,7 @@ the text forms the quick reader makes); this module only passes records along.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 from waitfor.values import Value
@@ -177,6 +177,24 @@ class Reply(Value):
     rcode_text: str  # "NXDOMAIN", as dnspython names it
     records: tuple[Any, ...]  # the records of the type asked, in the answer's order
     server: str = ""  # host:port, named when it failed (SERVFAIL, REFUSED, NOTIMP)
+
+
+def addresses_in_answer(
+    qname: object, rrsets: Iterable[tuple[object, str, Sequence[Any]]]
+) -> tuple[Any, ...]:
+    """The records getaddrinfo takes from an answer section (glibc's gaih_getanswer_slice):
+    walking it in order, a CNAME (whatever its owner) makes its target the name expected next,
+    and a record of the type asked counts only if its owner is the name expected then; records
+    for any other name are ignored. ``rrsets``: each set in its order of first appearance, as
+    (owner, ``"CNAME"`` with its targets | ``"ASKED"`` with its records | ``""``, items); names
+    are compared with ``==`` (the drivers' names compare case-insensitively)."""
+    expected, records = qname, list[Any]()
+    for owner, kind, items in rrsets:
+        if kind == "CNAME" and items:
+            expected = items[-1]
+        elif kind == "ASKED" and owner == expected:
+            records += items
+    return tuple(records)
 
 
 class NoAnswer(Value):
