@@ -353,3 +353,33 @@ def test_only_the_names_addresses_count(
         environment.assert_parity({"svc.test.": expected})
     finally:
         server.stop()
+
+
+def test_an_odd_hosts_file(environment: Environment, dnsmasq: DnsServer) -> None:
+    """/etc/hosts as nss_files reads it: a NUL ends the line, only ASCII white space splits
+    fields (a vertical tab does, a no-break space does not), no scoped address; of a file past
+    the 4 MiB waitfor reads, no line is read cut short. waitfor read text lines, split them
+    on Unicode's line breaks and white space, took "fe80::1%lo", and a line cut at 4 MiB."""
+    hosts = (
+        "10.0.0.1 x\0y nul.test\n"
+        "10.0.0.2 x\vvt.test\n"
+        "10.0.0.3 x\u00a0nbsp.test\n"
+        "10.0.0.4 x\u2028ls.test\n"
+        "fe80::1%lo scoped.test\n"
+        "10.0.0.5 cr.test\r\n"
+    )
+    last = "10.0.0.9 cut.testing\n"
+    padding = 4 * 1024 * 1024 - len(hosts) - len("10.0.0.9 cut.test")
+    big = hosts + "#" * (padding - 1) + "\n" + last
+    environment.write(big, resolv_conf(dnsmasq.address), "hosts: files\n")
+    environment.assert_parity(
+        {
+            "nul.test": None,
+            "vt.test": {"10.0.0.2"},
+            "nbsp.test": None,
+            "ls.test": None,
+            "scoped.test": None,
+            "cr.test": {"10.0.0.5"},
+            "cut.test": None,
+        }
+    )

@@ -35,6 +35,7 @@ from typing import Any
 from waitfor.values import Value
 
 HOSTS = "/etc/hosts"
+HOSTS_READ = 4 * 1024 * 1024  # bytes of /etc/hosts read: a bound on a first attempt's time
 NSSWITCH = "/etc/nsswitch.conf"
 MAX_NAMESERVERS = 3  # glibc's MAXNS
 DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
@@ -147,25 +148,32 @@ def _criteria(text: str, actions: dict[str, str]) -> None:
 
 
 def hosts_file_addresses(name: str, path: str = HOSTS) -> list[str] | None:
-    """Every address /etc/hosts gives ``name`` (None when the file cannot be read)."""
+    """Every address /etc/hosts gives ``name`` (None when the file cannot be read), read as
+    glibc's nss_files reads it: bytes, a line ending at a NUL or a '#', fields split by ASCII
+    white space only (a vertical tab splits, a no-break space does not), an address without a
+    scope, names compared case-insensitively in ASCII. Only the first :data:`HOSTS_READ` bytes
+    are read, whole lines of them."""
     import ipaddress  # here: a start that never reads /etc/hosts does not pay for it
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read(4 * 1024 * 1024).splitlines()
+        with open(path, "rb") as file:
+            data = file.read(HOSTS_READ + 1)
     except OSError:
         return None
-    wanted = name.lower()
+    if len(data) > HOSTS_READ:  # never a line cut short: its last name would be another
+        data = data[:HOSTS_READ].rpartition(b"\n")[0]
+    wanted = name.lower().encode("utf-8", "replace")
     found: list[str] = []
-    for line in lines:
-        fields = line.split("#", 1)[0].split()
+    for line in data.split(b"\n"):
+        fields = line.split(b"\0", 1)[0].split(b"#", 1)[0].split()
         if len(fields) < 2 or wanted not in (f.lower() for f in fields[1:]):
             continue
+        text = fields[0].decode("ascii", "replace")
         try:
-            address = ipaddress.ip_address(fields[0])
+            address = ipaddress.ip_address(text)
         except ValueError:
             continue
-        if str(address) not in found:
+        if "%" not in text and str(address) not in found:  # inet_pton takes no scope
             found.append(str(address))
     return found
 
