@@ -383,3 +383,28 @@ def test_an_odd_hosts_file(environment: Environment, dnsmasq: DnsServer) -> None
             "cut.test": None,
         }
     )
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (" nameserver {server}\nsearch good.test\n", None),  # no keyword but at a line's start
+        ("nameserver {server}\n\tsearch good.test\n", None),
+        ("nameserver {server}#x\nsearch good.test\n", None),  # no address: the line is skipped
+        ("nameserver {server};x\nsearch good.test\n", None),
+        ("nameserver {server}\nsearch good.test;x\n", None),  # the domain "good.test;x"
+        ("nameserver {server}\nsearch nodata.test #x good.test\n", {"10.8.0.1"}),  # "#x" too
+        ("nameserver\t{server} # comment\nsearch\tgood.test\n", {"10.8.0.1"}),
+        ("#nameserver 127.0.0.2\nnameserver {server}\n;search x\nsearch good.test\n", {"10.8.0.1"}),
+    ],
+    ids=["space", "tab", "#", ";", "search ;", "search #", "tabs", "comments"],
+)
+def test_resolv_conf_lines_as_glibc_reads_them(
+    environment: Environment, dnsmasq: DnsServer, lines: str, expected: set[str] | None
+) -> None:
+    """A keyword counts only at the start of a line, and '#' or ';' start a comment only there:
+    waitfor took indented lines and cut comments anywhere, reading names glibc never asks."""
+    conf = lines.format(server=dnsmasq.address) + "options timeout:1 attempts:1\n"
+    environment.write(HOSTS, conf, "hosts: files dns\n")
+    # svc.#x: a name the quick path does not spell, left to the runner
+    environment.assert_parity({"svc": expected}, quick="#x" not in lines)

@@ -37,6 +37,7 @@ from waitfor.values import Value
 HOSTS = "/etc/hosts"
 HOSTS_READ = 4 * 1024 * 1024  # bytes of /etc/hosts read: a bound on a first attempt's time
 NSSWITCH = "/etc/nsswitch.conf"
+RESOLV_CONF_READ = 64 * 1024  # characters of resolv.conf read
 MAX_NAMESERVERS = 3  # glibc's MAXNS
 DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
 STATUSES = ("SUCCESS", "NOTFOUND", "UNAVAIL", "TRYAGAIN")
@@ -54,20 +55,22 @@ class ResolverConfig(Value):
 
 
 def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
-    """resolv.conf as glibc reads it; a missing file is glibc's defaults."""
+    """resolv.conf as glibc reads it; a missing file is glibc's defaults. As glibc: a keyword
+    counts only at the start of a line, '#' and ';' start a comment only there (a search
+    domain or a nameserver may not have one after it), fields are split by spaces and tabs."""
     try:
         with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read(64 * 1024).splitlines()
+            text = file.read(RESOLV_CONF_READ + 1)
     except FileNotFoundError:
-        lines = []
+        text = ""
+    if len(text) > RESOLV_CONF_READ:  # never a line cut short
+        text = text[:RESOLV_CONF_READ].rpartition("\n")[0]
     servers: list[str] = []
     search: list[str] | None = None
     options: list[str] = []
-    for line in lines:
-        fields = line.split("#", 1)[0].split(";", 1)[0].split()
-        if not fields:
-            continue
-        keyword, values = fields[0], fields[1:]
+    for line in text.split("\n"):
+        fields = line.replace("\t", " ").split(" ")
+        keyword, values = fields[0], [value for value in fields[1:] if value]
         if keyword == "nameserver" and values and (server := _nameserver(values[0])):
             servers.append(server)
         elif keyword == "search" and values:
