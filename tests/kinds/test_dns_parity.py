@@ -408,3 +408,30 @@ def test_resolv_conf_lines_as_glibc_reads_them(
     environment.write(HOSTS, conf, "hosts: files dns\n")
     # svc.#x: a name the quick path does not spell, left to the runner
     environment.assert_parity({"svc": expected}, quick="#x" not in lines)
+
+
+@pytest.mark.parametrize(
+    ("nsswitch", "both", "alias"),
+    [
+        ("hosts: dns # files\n", {"10.8.0.5"}, {"10.9.0.1", "10.9.0.2", "fd00::9"}),  # "#": none
+        ("hosts: dns#files\n", None, None),  # one service, named "dns#files"
+        ("hosts: DNS files\n", {"10.9.0.5"}, {"10.9.0.1", "10.9.0.2", "fd00::9"}),
+        ("hosts: dns [NOTFOUND=return files\n", None, None),  # cannot be parsed: no source
+        ("hosts: dns\0 files\n", {"10.8.0.5"}, None),
+        ("hosts: dns\rfiles\n", {"10.8.0.5"}, {"10.9.0.1", "10.9.0.2", "fd00::9"}),
+        (" hosts : files\n", {"10.9.0.5"}, {"10.9.0.1", "10.9.0.2", "fd00::9"}),
+    ],
+    ids=["# files", "dns#files", "DNS", "unclosed [", "NUL", "CR", "spaces"],
+)
+def test_nsswitch_lines_as_glibc_reads_them(
+    environment: Environment,
+    dnsmasq: DnsServer,
+    nsswitch: str,
+    both: set[str] | None,
+    alias: set[str] | None,
+) -> None:
+    """'#' is a comment only at a line's start, names are case-sensitive, a NUL ends the line,
+    any ASCII white space splits it, a line glibc cannot parse leaves no source: waitfor cut
+    comments anywhere, lowercased, split lines at a CR and asked sources glibc never asks."""
+    environment.write(HOSTS, resolv_conf(dnsmasq.address), nsswitch)
+    environment.assert_parity({"both.test": both, "alias.test": alias})

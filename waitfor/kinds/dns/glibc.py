@@ -38,6 +38,7 @@ HOSTS = "/etc/hosts"
 HOSTS_READ = 4 * 1024 * 1024  # bytes of /etc/hosts read: a bound on a first attempt's time
 NSSWITCH = "/etc/nsswitch.conf"
 RESOLV_CONF_READ = 64 * 1024  # characters of resolv.conf read
+NSSWITCH_READ = 64 * 1024  # bytes of nsswitch.conf read
 MAX_NAMESERVERS = 3  # glibc's MAXNS
 DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
 STATUSES = ("SUCCESS", "NOTFOUND", "UNAVAIL", "TRYAGAIN")
@@ -117,23 +118,34 @@ def _own_domain() -> list[str]:
 
 
 def hosts_sources(path: str = NSSWITCH) -> list[tuple[str, dict[str, str]]]:
-    """The ``hosts:`` sources waitfor can ask, in order, each with its status -> action map."""
-    line = DEFAULT_HOSTS_LINE
+    """The ``hosts:`` sources waitfor can ask, in order, each with its status -> action map.
+
+    As glibc's nss_database reads the file: the last ``hosts`` line counts, names are
+    case-sensitive, a line ends at a NUL, fields are split by ASCII white space, '#' starts a
+    comment only at a line's start, and a line glibc cannot parse (an unclosed '[') leaves no
+    source at all."""
+    line = DEFAULT_HOSTS_LINE.encode()
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            for raw in file.read(64 * 1024).splitlines():
-                database, colon, rest = raw.split("#", 1)[0].partition(":")
-                if colon and database.strip() == "hosts":
-                    line = rest
+        with open(path, "rb") as file:
+            data = file.read(NSSWITCH_READ + 1)
     except OSError:
-        pass
+        data = b""
+    if len(data) > NSSWITCH_READ:  # never a line cut short
+        data = data[:NSSWITCH_READ].rpartition(b"\n")[0]
+    for raw in data.split(b"\n"):
+        database, colon, rest = raw.split(b"\0", 1)[0].lstrip().partition(b":")
+        if colon and database.rstrip() == b"hosts":
+            line = rest
+    if line.count(b"[") != line.count(b"]"):
+        return []
     sources: list[tuple[str, dict[str, str]]] = []
-    for item in line.replace("[", " [").replace("]", "] ").split():
-        if item.startswith("["):
+    for item in line.replace(b"[", b" [").replace(b"]", b"] ").split():
+        text = item.decode("ascii", "replace")
+        if text.startswith("["):
             if sources:
-                _criteria(item.strip("[]"), sources[-1][1])
+                _criteria(text.strip("[]"), sources[-1][1])
         else:
-            sources.append((item.lower(), {"SUCCESS": "return"}))
+            sources.append((text, {"SUCCESS": "return"}))
     return [(name, actions) for name, actions in sources if name in ("files", "dns")]
 
 
