@@ -8,6 +8,7 @@ many records, IPv6) and over hostile servers. A test also shows that the quick p
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -206,6 +207,22 @@ def test_a_search_domain_no_query_can_carry(
     assert code == 124, lines
     assert "svc: NXDOMAIN" in lines[-1], lines
     assert_same(["-t", "5", f"dns:svc.good.test#resolv_conf={conf}"], monkeypatch, quick=True)
+
+
+def test_a_fifo_for_resolv_conf_does_not_hold_the_wait(tmp_path: Path) -> None:
+    """A FIFO nobody writes to as resolv.conf: opening it waited for a writer, in the quick
+    attempt and on the event loop alike, far past the deadline."""
+    fifo = tmp_path / "resolv.conf"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "1", f"dns:svc.test#resolv_conf={fifo}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 124, result.stderr
+    assert time.monotonic() - started < 5
 
 
 def test_a_ready_run_imports_neither_dnspython_nor_asyncio(

@@ -37,7 +37,7 @@ from waitfor.values import Value
 HOSTS = "/etc/hosts"
 HOSTS_READ = 4 * 1024 * 1024  # bytes of /etc/hosts read: a bound on a first attempt's time
 NSSWITCH = "/etc/nsswitch.conf"
-RESOLV_CONF_READ = 64 * 1024  # characters of resolv.conf read
+RESOLV_CONF_READ = 64 * 1024  # bytes of resolv.conf read
 NSSWITCH_READ = 64 * 1024  # bytes of nsswitch.conf read
 MAX_NAMESERVERS = 3  # glibc's MAXNS
 DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
@@ -60,17 +60,14 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
     counts only at the start of a line, '#' and ';' start a comment only there (a search
     domain or a nameserver may not have one after it), fields are split by spaces and tabs."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            text = file.read(RESOLV_CONF_READ + 1)
+        lines = _lines(path, RESOLV_CONF_READ)
     except FileNotFoundError:
-        text = ""
-    if len(text) > RESOLV_CONF_READ:  # never a line cut short
-        text = text[:RESOLV_CONF_READ].rpartition("\n")[0]
+        lines = []
     servers: list[str] = []
     search: list[str] | None = None
     options: list[str] = []
-    for line in text.split("\n"):
-        fields = line.replace("\t", " ").split(" ")
+    for line in lines:
+        fields = line.decode("utf-8", "replace").replace("\t", " ").split(" ")
         keyword, values = fields[0], [value for value in fields[1:] if value]
         if keyword == "nameserver" and values and (server := _nameserver(values[0])):
             servers.append(server)
@@ -100,6 +97,19 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
     )
 
 
+def _lines(path: str, size: int) -> list[bytes]:
+    """The lines of at most ``size`` bytes of a file (never one cut short), read without
+    waiting: a FIFO reads as empty (or fails) instead of holding the attempt past its deadline."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        data = os.read(fd, size + 1)
+    finally:
+        os.close(fd)
+    if len(data) > size:
+        data = data[:size].rpartition(b"\n")[0]
+    return data.split(b"\n")
+
+
 def _nameserver(text: str) -> str | None:
     """A nameserver's address as glibc reads it: IPv4, or IPv6 with an optional ``%scope``;
     None for a line glibc skips. A scope glibc cannot read is ignored (scope 0) as glibc does;
@@ -126,13 +136,10 @@ def hosts_sources(path: str = NSSWITCH) -> list[tuple[str, dict[str, str]]]:
     source at all."""
     line = DEFAULT_HOSTS_LINE.encode()
     try:
-        with open(path, "rb") as file:
-            data = file.read(NSSWITCH_READ + 1)
+        lines = _lines(path, NSSWITCH_READ)
     except OSError:
-        data = b""
-    if len(data) > NSSWITCH_READ:  # never a line cut short
-        data = data[:NSSWITCH_READ].rpartition(b"\n")[0]
-    for raw in data.split(b"\n"):
+        lines = []
+    for raw in lines:
         database, colon, rest = raw.split(b"\0", 1)[0].lstrip().partition(b":")
         if colon and database.rstrip() == b"hosts":
             line = rest
@@ -171,15 +178,12 @@ def hosts_file_addresses(name: str, path: str = HOSTS) -> list[str] | None:
     import ipaddress  # here: a start that never reads /etc/hosts does not pay for it
 
     try:
-        with open(path, "rb") as file:
-            data = file.read(HOSTS_READ + 1)
+        lines = _lines(path, HOSTS_READ)
     except OSError:
         return None
-    if len(data) > HOSTS_READ:  # never a line cut short: its last name would be another
-        data = data[:HOSTS_READ].rpartition(b"\n")[0]
     wanted = name.lower().encode("utf-8", "replace")
     found: list[str] = []
-    for line in data.split(b"\n"):
+    for line in lines:
         fields = line.split(b"\0", 1)[0].split(b"#", 1)[0].split()
         if len(fields) < 2 or wanted not in (f.lower() for f in fields[1:]):
             continue
