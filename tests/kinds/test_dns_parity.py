@@ -435,3 +435,28 @@ def test_nsswitch_lines_as_glibc_reads_them(
     comments anywhere, lowercased, split lines at a CR and asked sources glibc never asks."""
     environment.write(HOSTS, resolv_conf(dnsmasq.address), nsswitch)
     environment.assert_parity({"both.test": both, "alias.test": alias})
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ("ndots:x", "10.8.0.9"),  # atoi: 0, the name as given first
+        ("ndots:", "10.8.0.9"),
+        ("ndots:0x", "10.8.0.9"),
+        ("ndots:+0", "10.8.0.9"),
+        ("ndots:1x", "10.8.0.1"),
+        ("ndots:-1", "10.8.0.1"),  # 15 in glibc's 4-bit field
+        ("NDOTS:0", "10.8.0.1"),  # not an option: ndots stays 1
+    ],
+)
+def test_options_values_as_glibc_reads_them(
+    environment: Environment, dnsmasq: DnsServer, options: str, expected: str
+) -> None:
+    """glibc reads an option's number with atoi: waitfor ignored any value but plain digits,
+    so `ndots:` (0 for glibc) left the search list first."""
+    dnsmasq.add_host("svc", "10.8.0.9")
+    conf = resolv_conf(
+        dnsmasq.address, search="good.test", options=f"{options} timeout:1 attempts:1"
+    )
+    environment.write(HOSTS, conf, "hosts: files dns\n")
+    environment.assert_parity({"svc": {expected}})

@@ -86,8 +86,11 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
     limits = {"ndots": 15, "timeout": 30, "attempts": 5}  # glibc's RES_MAX*
     for option in options:
         name, colon, value = option.partition(":")
-        if name in settings and colon and value.isdigit():
-            settings[name] = min(int(value), limits[name])
+        if name in settings and colon:
+            number = _atoi(value)  # as glibc: "ndots:" is 0, "ndots:2x" is 2
+            # a negative ndots lands in glibc's 4-bit field as it is (-1: 15)
+            negative = name == "ndots" and number < 0
+            settings[name] = number & 0xF if negative else min(number, limits[name])
     return ResolverConfig(
         nameservers=tuple(servers[:MAX_NAMESERVERS]) or ("127.0.0.1",),
         search=tuple(d.rstrip(".") for d in search if d.rstrip(".")),
@@ -95,6 +98,14 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
         timeout=max(settings["timeout"], 1),
         attempts=max(settings["attempts"], 1),
     )
+
+
+def _atoi(text: str) -> int:
+    """C's atoi: an optional sign and the ASCII digits after it; 0 without any."""
+    sign = -1 if text.startswith("-") else 1
+    text = text[1:] if text.startswith(("-", "+")) else text
+    digits = text[: len(text) - len(text.lstrip("0123456789"))]
+    return sign * int(digits or "0")
 
 
 def _lines(path: str, size: int) -> list[bytes]:
