@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -460,3 +461,27 @@ def test_options_values_as_glibc_reads_them(
     )
     environment.write(HOSTS, conf, "hosts: files dns\n")
     environment.assert_parity({"svc": {expected}})
+
+
+def _with_a_bad_record(query: dns.message.Message) -> bytes:
+    """An answer whose first A record has 5 bytes of data, then a good one (AAAA: a good one)."""
+    wire = query.to_wire()
+    good = b"\xc0\x0c\0\1\0\1\0\0\0\x3c\0\4\x0a\0\0\1"
+    bad = b"\xc0\x0c\0\1\0\1\0\0\0\x3c\0\5\x0a\0\0\2\3"
+    records = [bad, good] if query.question[0].rdtype.name == "A" else []
+    header = struct.pack("!HHHHH", 0x8180, 1, len(records), 0, 0)
+    return wire[:2] + header + wire[12:] + b"".join(records)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="left for the lead: glibc skips an address record of the wrong length, dnspython "
+    "refuses the whole message (the runner then waits for an answer that never comes)",
+)
+def test_an_address_record_of_the_wrong_length_is_skipped(environment: Environment) -> None:
+    server = UdpResponder(_with_a_bad_record, address=next_address(), port=53)
+    try:
+        environment.write(HOSTS, resolv_conf(server.address, search=""), "hosts: files dns\n")
+        environment.assert_parity({"svc.test.": {"10.0.0.1"}}, quick=False)
+    finally:
+        server.stop()
