@@ -8,6 +8,7 @@ many records, IPv6) and over hostile servers. A test also shows that the quick p
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -186,6 +187,42 @@ def test_a_name_not_ready_is_left_to_the_runner(
     joiner = "&" if "#" in target else "#"
     argv = ["-t", "0.6", f"{target}{joiner}resolv_conf={resolv_conf}"]
     assert_same(argv, monkeypatch, quick=False)
+
+
+@pytest.mark.parametrize(
+    "domain", [b"x" * 64 + b".test", b"\xff.test"], ids=["64 bytes", "not UTF-8"]
+)
+def test_a_search_domain_no_query_can_carry(
+    dnsmasq: tuple[DnsServer, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, domain: bytes
+) -> None:
+    """A search domain that makes a label too long (or is no name: not UTF-8): the quick path
+    leaves it, and the runner ends the search list there as glibc does, without a traceback."""
+    server, _ = dnsmasq
+    conf = tmp_path / "resolv.conf"
+    lines = f"nameserver {server.address}\noptions attempts:1\nsearch ".encode()
+    conf.write_bytes(lines + domain + b" good.test\n")
+    argv = ["-t", "0.6", f"dns:svc#resolv_conf={conf}"]
+    assert_same(argv, monkeypatch, quick=False)
+    code, _, lines = run_cli(argv, False, monkeypatch)
+    assert code == 124, lines
+    assert "svc: NXDOMAIN" in lines[-1], lines
+    assert_same(["-t", "5", f"dns:svc.good.test#resolv_conf={conf}"], monkeypatch, quick=True)
+
+
+def test_a_fifo_for_resolv_conf_does_not_hold_the_wait(tmp_path: Path) -> None:
+    """A FIFO nobody writes to as resolv.conf: opening it waited for a writer, in the quick
+    attempt and on the event loop alike, far past the deadline."""
+    fifo = tmp_path / "resolv.conf"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "1", f"dns:svc.test#resolv_conf={fifo}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 124, result.stderr
+    assert time.monotonic() - started < 5
 
 
 def test_a_ready_run_imports_neither_dnspython_nor_asyncio(

@@ -29,13 +29,16 @@ the text forms the quick reader makes); this module only passes records along.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 from waitfor.values import Value
 
 HOSTS = "/etc/hosts"
+HOSTS_READ = 4 * 1024 * 1024  # bytes of /etc/hosts read: a bound on a first attempt's time
 NSSWITCH = "/etc/nsswitch.conf"
+RESOLV_CONF_READ = 64 * 1024  # bytes of resolv.conf read
+NSSWITCH_READ = 64 * 1024  # bytes of nsswitch.conf read
 MAX_NAMESERVERS = 3  # glibc's MAXNS
 DEFAULT_HOSTS_LINE = "files dns"  # glibc's (2.36, checked by getent) when there is no hosts line
 STATUSES = ("SUCCESS", "NOTFOUND", "UNAVAIL", "TRYAGAIN")
@@ -53,22 +56,21 @@ class ResolverConfig(Value):
 
 
 def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
-    """resolv.conf as glibc reads it; a missing file is glibc's defaults."""
+    """resolv.conf as glibc reads it; a missing file is glibc's defaults. As glibc: a keyword
+    counts only at the start of a line, '#' and ';' start a comment only there (a search
+    domain or a nameserver may not have one after it), fields are split by spaces and tabs."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read(64 * 1024).splitlines()
+        lines = _lines(path, RESOLV_CONF_READ)
     except FileNotFoundError:
         lines = []
     servers: list[str] = []
     search: list[str] | None = None
     options: list[str] = []
     for line in lines:
-        fields = line.split("#", 1)[0].split(";", 1)[0].split()
-        if not fields:
-            continue
-        keyword, values = fields[0], fields[1:]
-        if keyword == "nameserver" and values and is_ip(values[0]):
-            servers.append(values[0])
+        fields = line.decode("utf-8", "replace").replace("\t", " ").split(" ")
+        keyword, values = fields[0], [value for value in fields[1:] if value]
+        if keyword == "nameserver" and values and (server := _nameserver(values[0])):
+            servers.append(server)
         elif keyword == "search" and values:
             search = values
         elif keyword == "domain" and values:
@@ -84,8 +86,11 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
     limits = {"ndots": 15, "timeout": 30, "attempts": 5}  # glibc's RES_MAX*
     for option in options:
         name, colon, value = option.partition(":")
-        if name in settings and colon and value.isdigit():
-            settings[name] = min(int(value), limits[name])
+        if name in settings and colon:
+            number = _atoi(value)  # as glibc: "ndots:" is 0, "ndots:2x" is 2
+            # a negative ndots lands in glibc's 4-bit field as it is (-1: 15)
+            negative = name == "ndots" and number < 0
+            settings[name] = number & 0xF if negative else min(number, limits[name])
     return ResolverConfig(
         nameservers=tuple(servers[:MAX_NAMESERVERS]) or ("127.0.0.1",),
         search=tuple(d.rstrip(".") for d in search if d.rstrip(".")),
@@ -93,6 +98,37 @@ def read_resolv_conf(path: str, environ: Mapping[str, str]) -> ResolverConfig:
         timeout=max(settings["timeout"], 1),
         attempts=max(settings["attempts"], 1),
     )
+
+
+def _atoi(text: str) -> int:
+    """C's atoi: an optional sign and the ASCII digits after it; 0 without any."""
+    sign = -1 if text.startswith("-") else 1
+    text = text[1:] if text.startswith(("-", "+")) else text
+    digits = text[: len(text) - len(text.lstrip("0123456789"))]
+    return sign * int(digits or "0")
+
+
+def _lines(path: str, size: int) -> list[bytes]:
+    """The lines of at most ``size`` bytes of a file (never one cut short), read without
+    waiting: a FIFO reads as empty (or fails) instead of holding the attempt past its deadline."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        data = os.read(fd, size + 1)
+    finally:
+        os.close(fd)
+    if len(data) > size:
+        data = data[:size].rpartition(b"\n")[0]
+    return data.split(b"\n")
+
+
+def _nameserver(text: str) -> str | None:
+    """A nameserver's address as glibc reads it: IPv4, or IPv6 with an optional ``%scope``;
+    None for a line glibc skips. A scope glibc cannot read is ignored (scope 0) as glibc does;
+    here, one no socket call can even encode."""
+    address, percent, scope = text.partition("%")
+    if not is_ip(address) or (percent and ":" not in address):
+        return None
+    return text if scope and scope.isascii() and scope.isprintable() else address
 
 
 def _own_domain() -> list[str]:
@@ -103,23 +139,31 @@ def _own_domain() -> list[str]:
 
 
 def hosts_sources(path: str = NSSWITCH) -> list[tuple[str, dict[str, str]]]:
-    """The ``hosts:`` sources waitfor can ask, in order, each with its status -> action map."""
-    line = DEFAULT_HOSTS_LINE
+    """The ``hosts:`` sources waitfor can ask, in order, each with its status -> action map.
+
+    As glibc's nss_database reads the file: the last ``hosts`` line counts, names are
+    case-sensitive, a line ends at a NUL, fields are split by ASCII white space, '#' starts a
+    comment only at a line's start, and a line glibc cannot parse (an unclosed '[') leaves no
+    source at all."""
+    line = DEFAULT_HOSTS_LINE.encode()
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            for raw in file.read(64 * 1024).splitlines():
-                database, colon, rest = raw.split("#", 1)[0].partition(":")
-                if colon and database.strip() == "hosts":
-                    line = rest
+        lines = _lines(path, NSSWITCH_READ)
     except OSError:
-        pass
+        lines = []
+    for raw in lines:
+        database, colon, rest = raw.split(b"\0", 1)[0].lstrip().partition(b":")
+        if colon and database.rstrip() == b"hosts":
+            line = rest
+    if line.count(b"[") != line.count(b"]"):
+        return []
     sources: list[tuple[str, dict[str, str]]] = []
-    for item in line.replace("[", " [").replace("]", "] ").split():
-        if item.startswith("["):
+    for item in line.replace(b"[", b" [").replace(b"]", b"] ").split():
+        text = item.decode("ascii", "replace")
+        if text.startswith("["):
             if sources:
-                _criteria(item.strip("[]"), sources[-1][1])
+                _criteria(text.strip("[]"), sources[-1][1])
         else:
-            sources.append((item.lower(), {"SUCCESS": "return"}))
+            sources.append((text, {"SUCCESS": "return"}))
     return [(name, actions) for name, actions in sources if name in ("files", "dns")]
 
 
@@ -137,25 +181,29 @@ def _criteria(text: str, actions: dict[str, str]) -> None:
 
 
 def hosts_file_addresses(name: str, path: str = HOSTS) -> list[str] | None:
-    """Every address /etc/hosts gives ``name`` (None when the file cannot be read)."""
+    """Every address /etc/hosts gives ``name`` (None when the file cannot be read), read as
+    glibc's nss_files reads it: bytes, a line ending at a NUL or a '#', fields split by ASCII
+    white space only (a vertical tab splits, a no-break space does not), an address without a
+    scope, names compared case-insensitively in ASCII. Only the first :data:`HOSTS_READ` bytes
+    are read, whole lines of them."""
     import ipaddress  # here: a start that never reads /etc/hosts does not pay for it
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read(4 * 1024 * 1024).splitlines()
+        lines = _lines(path, HOSTS_READ)
     except OSError:
         return None
-    wanted = name.lower()
+    wanted = name.lower().encode("utf-8", "replace")
     found: list[str] = []
     for line in lines:
-        fields = line.split("#", 1)[0].split()
+        fields = line.split(b"\0", 1)[0].split(b"#", 1)[0].split()
         if len(fields) < 2 or wanted not in (f.lower() for f in fields[1:]):
             continue
+        text = fields[0].decode("ascii", "replace")
         try:
-            address = ipaddress.ip_address(fields[0])
+            address = ipaddress.ip_address(text)
         except ValueError:
             continue
-        if str(address) not in found:
+        if "%" not in text and str(address) not in found:  # inet_pton takes no scope
             found.append(str(address))
     return found
 
@@ -169,6 +217,24 @@ class Reply(Value):
     server: str = ""  # host:port, named when it failed (SERVFAIL, REFUSED, NOTIMP)
 
 
+def addresses_in_answer(
+    qname: object, rrsets: Iterable[tuple[object, str, Sequence[Any]]]
+) -> tuple[Any, ...]:
+    """The records getaddrinfo takes from an answer section (glibc's gaih_getanswer_slice):
+    walking it in order, a CNAME (whatever its owner) makes its target the name expected next,
+    and a record of the type asked counts only if its owner is the name expected then; records
+    for any other name are ignored. ``rrsets``: each set in its order of first appearance, as
+    (owner, ``"CNAME"`` with its targets | ``"ASKED"`` with its records | ``""``, items); names
+    are compared with ``==`` (the drivers' names compare case-insensitively)."""
+    expected, records = qname, list[Any]()
+    for owner, kind, items in rrsets:
+        if kind == "CNAME" and items:
+            expected = items[-1]
+        elif kind == "ASKED" and owner == expected:
+            records += items
+    return tuple(records)
+
+
 class NoAnswer(Value):
     detail: str
     unreachable: bool  # every server refused the connection (ICMP): nss_dns's UNAVAIL
@@ -179,7 +245,8 @@ class Candidate(Value):
 
     name: str
     records: tuple[Any, ...] = ()
-    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL", "REFUSED", "timeout", "unreachable"
+    outcome: str = ""  # "NXDOMAIN", "NODATA", "SERVFAIL", "REFUSED", "timeout", "unreachable",
+    # "NO_RECOVERY" (no query made)
     detail: str = ""  # for reasons: "SERVFAIL from 10.96.0.10:53", "no answer from ... in 5s"
 
 
@@ -272,6 +339,12 @@ def candidate(qname: str, rdtypes: Sequence[str], answers: Sequence[Reply | NoAn
     return Candidate(
         qname, (), text, f"{text} from {judged.server if failed else 'the nameserver'}"
     )
+
+
+def unaskable(qname: str) -> Candidate:
+    """A name no query can carry (a search domain made a label longer than 63 bytes or the name
+    longer than 255): glibc's res_mkquery fails with NO_RECOVERY, which ends the search list."""
+    return Candidate(qname, (), "NO_RECOVERY", "not a name a query can carry (too long?)")
 
 
 def res_send(config: ResolverConfig) -> Generator[tuple[str, int], Reply | str, Reply | NoAnswer]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Any
 
 import dns.asyncquery
 import dns.exception
@@ -31,23 +32,29 @@ async def search(name: str, rdtypes: tuple[str, ...], config: glibc.ResolverConf
     steps = glibc.res_search(name, config)
     qname = next(steps)
     while True:
-        # An attempt cut off here says which nameserver kept it waiting.
-        with waiting_on(
-            lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
-        ):
-            answers = await asyncio.gather(*(_send(qname, t, config) for t in rdtypes))
         try:
-            qname = steps.send(glibc.candidate(qname, rdtypes, answers))
+            queries = [dns.message.make_query(dns.name.from_text(qname), t) for t in rdtypes]
+        except dns.exception.DNSException:  # a search domain made it too long, or not a name
+            verdict = glibc.unaskable(qname)
+        else:
+            # An attempt cut off here says which nameserver kept it waiting.
+            with waiting_on(
+                lambda waited: f"resolving {as_is}: no answer from {servers} after {waited:.1f}s"
+            ):
+                sends = (_send(q, t, config) for q, t in zip(queries, rdtypes, strict=True))
+                answers = await asyncio.gather(*sends)
+            verdict = glibc.candidate(qname, rdtypes, answers)
+        try:
+            qname = steps.send(verdict)
         except StopIteration as done:
             found: glibc.Search = done.value
             return found
 
 
 async def _send(
-    qname: str, rdtype: str, config: glibc.ResolverConfig
+    query: dns.message.Message, rdtype: str, config: glibc.ResolverConfig
 ) -> glibc.Reply | glibc.NoAnswer:
     """res_send's queries for one name and type."""
-    query = dns.message.make_query(dns.name.from_text(qname), rdtype)
     steps = glibc.res_send(config)
     server, seconds = next(steps)
     while True:
@@ -67,16 +74,24 @@ async def _send(
 
 
 def reply(answer: dns.message.Message, rdtype: str, server: str) -> glibc.Reply:
-    """What the resolver looks at: the rcode, and the records of the type asked, at the end of
-    any CNAME chain in the answer, as a resolver takes them (of class IN only, as glibc's
-    getanswer: another class's "A" is not an address, and dnspython has no address for it)."""
+    """What the resolver looks at: the rcode, and the records of the type asked (addresses: of
+    the name asked or its CNAME chain in the answer, as glibc takes them); of class IN only, as
+    glibc's getanswer: another class's "A" is not an address, and dnspython has no address for
+    it."""
     wanted = dns.rdatatype.from_text(rdtype)
-    records = tuple(
-        rdata
-        for rrset in answer.answer
-        if rrset.rdtype == wanted and rrset.rdclass == dns.rdataclass.IN
-        for rdata in rrset
-    )
+    rrsets: list[tuple[object, str, list[Any]]] = []
+    for rrset in answer.answer:
+        if rrset.rdclass != dns.rdataclass.IN:
+            continue
+        if rrset.rdtype == wanted:
+            rrsets.append((rrset.name, "ASKED", list(rrset)))
+        elif rrset.rdtype == dns.rdatatype.CNAME:
+            rrsets.append((rrset.name, "CNAME", [rdata.target for rdata in rrset]))
+    if rdtype in ("A", "AAAA"):  # getaddrinfo's; a record query takes what the answer holds
+        qname = answer.question[0].name if answer.question else None
+        records = glibc.addresses_in_answer(qname, rrsets)
+    else:
+        records = tuple(record for _, kind, items in rrsets if kind == "ASKED" for record in items)
     rcode = answer.rcode()
     return glibc.Reply(rcode, dns.rcode.to_text(rcode), records, server)
 

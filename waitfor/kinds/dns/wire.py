@@ -12,10 +12,13 @@ which asks again with dnspython; so this reader can be wrong only by being too c
 Records are given as the runner shows them: dnspython's text forms of A and AAAA (IPv4-mapped
 and IPv4-compatible IPv6 addresses end in dotted quads, as glibc's ``inet_ntop`` writes them).
 Like dnspython, records of one name and type are one set: repeats are dropped, and a set keeps
-the place of its first record.
+the place of its first record. Like glibc, only the addresses of the name asked, or of the name
+a CNAME before them leads to, count (:func:`glibc.addresses_in_answer`, as the runner).
 """
 
 from __future__ import annotations
+
+from waitfor.kinds.dns import glibc
 
 A, NS, CNAME, SOA, AAAA = 1, 2, 5, 6, 28
 TYPES = {"A": A, "AAAA": AAAA}
@@ -23,6 +26,7 @@ IN = 1
 _QR, _TC, _RD = 0x8000, 0x0200, 0x0100
 _MAX_POINTERS = 16  # dnspython's MAX_COMPRESSION_POINTER_CHAIN
 _LABEL = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_*")
+_Name = tuple[bytes, ...]  # lowercased labels
 # What each section may hold for this reader: what an A/AAAA answer holds when nothing is odd.
 _ALLOWED = ({A, AAAA, CNAME}, {SOA, NS}, {A, AAAA})
 
@@ -71,29 +75,28 @@ def _read(wire: bytes, sent: bytes) -> tuple[int, tuple[str, ...]]:
         raise _Unread
     at += 4
     wanted = int.from_bytes(sent[-4:-2], "big")
-    rrsets: dict[tuple[tuple[bytes, ...], int], list[bytes]] = {}
+    rrsets: dict[tuple[_Name, int], list[bytes | _Name]] = {}
     for allowed, count in zip(_ALLOWED, counts[1:], strict=True):
         for _ in range(count):
             at = _record(wire, at, allowed, rrsets if allowed is _ALLOWED[0] else {})
     if at != len(wire):
         raise _Unread  # trailing bytes: dnspython refuses the message
-    records = tuple(
-        _text(rdata)
-        for (_, rdtype), rdatas in rrsets.items()
-        if rdtype == wanted
-        for rdata in rdatas
-    )
-    return flags & 0xF, records
+    walk = [
+        (owner, "CNAME" if rdtype == CNAME else "ASKED" if rdtype == wanted else "", items)
+        for (owner, rdtype), items in rrsets.items()
+    ]
+    return flags & 0xF, tuple(_text(rdata) for rdata in glibc.addresses_in_answer(name, walk))
 
 
 def _record(
     wire: bytes,
     at: int,
     allowed: set[int],
-    rrsets: dict[tuple[tuple[bytes, ...], int], list[bytes]],
+    rrsets: dict[tuple[_Name, int], list[bytes | _Name]],
 ) -> int:
-    """Reads one resource record at ``at``, adding an answer's address to its set; returns
-    where the next record starts."""
+    """Reads one resource record at ``at``, adding an answer's address or CNAME target to its
+    set (a CNAME replaces its owner's, as in dnspython's sets); returns where the next record
+    starts."""
     owner, at = _name(wire, at, len(wire))
     if at + 10 > len(wire):
         raise _Unread
@@ -113,13 +116,15 @@ def _record(
         return end
     at = start
     for _ in range(2 if rdtype == SOA else 1):  # CNAME and NS: a name; SOA: two, then 20 bytes
-        _, at = _name(wire, at, end)
+        target, at = _name(wire, at, end)
     if at + (20 if rdtype == SOA else 0) != end:
         raise _Unread
+    if rdtype == CNAME:
+        rrsets.setdefault((owner, rdtype), [])[:] = [target]
     return end
 
 
-def _name(wire: bytes, at: int, end: int) -> tuple[tuple[bytes, ...], int]:
+def _name(wire: bytes, at: int, end: int) -> tuple[_Name, int]:
     """A (possibly compressed) name at ``at``, lowercased, read no further than ``end``; and
     where what follows it starts. dnspython's rules: a pointer points before the part that
     named it, its target ends before that part, at most 16 pointers, 255 bytes in all."""
