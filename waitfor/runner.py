@@ -99,8 +99,9 @@ async def run(
                 state.attempt_began = now
             # One deadline per attempt: enforced here, read by the probe and its connections.
             budget = min(attempt_timeout - (now - state.attempt_began), remaining())
-            deadline = Deadline(now + budget, budget)
-            state.activity = activity.track()
+            # the attempt's whole length, the synchronous part of a continued one included
+            deadline = Deadline(now + budget, now + budget - state.attempt_began)
+            state.activity = activity.track(carried=now - state.attempt_began)
             try:
                 async with asyncio.timeout_at(deadline.at):
                     outcome = await check.probe(deadline)

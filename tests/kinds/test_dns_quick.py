@@ -9,6 +9,7 @@ many records, IPv6) and over hostile servers. A test also shows that the quick p
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -349,3 +350,23 @@ def test_a_silent_resolver_costs_the_quick_path_its_budget_only(
         )
         assert result.returncode == 0, result.stderr
         assert "1 A/AAAA record: 10.8.0.1" in result.stderr
+
+
+@pytest.mark.parametrize("form", ["dns://{address}/svc.test", "dns:svc#resolv_conf={conf}"])
+def test_a_timed_out_attempt_says_its_whole_length(tmp_path: Path, form: str) -> None:
+    """The runner's attempt continues the quick one (which spent 0.25 s of it): its reason
+    names how long the nameserver was waited for, not what was left of the attempt."""
+    with silent_nameserver(tmp_path) as silent:
+        target = form.format(address=silent.address, conf=silent.resolv_conf)
+        result = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-t", "0.4", target],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 124, result.stderr
+    [waited] = re.findall(
+        rf"no answer from {re.escape(silent.address)}\S* (?:in|after) (\S+)s", result.stderr
+    )
+    # the attempt began in the quick path, a few ms after the start (0.1s: only the runner's part)
+    assert float(waited) >= 0.3, result.stderr

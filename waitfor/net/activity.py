@@ -25,6 +25,9 @@ Describe = Callable[[float], str]  # seconds waited -> reason
 class Activity:
     describe: Describe | None = None
     since: float = 0.0  # time.monotonic() when the current wait began
+    #: seconds the attempt waited before the event loop took it over (its synchronous first
+    #: part): counted in the waits it begins with, which go on waiting for the same answers
+    carried: float = 0.0
 
     def reason(self, now: float | None = None) -> str | None:
         """Why the attempt is not finished, if a probe said what it waits on."""
@@ -36,9 +39,9 @@ class Activity:
 _current: ContextVar[Activity | None] = ContextVar("waitfor_activity", default=None)
 
 
-def track() -> Activity:
+def track(carried: float = 0.0) -> Activity:
     """Start a new activity for the attempt about to run in this task."""
-    activity = Activity()
+    activity = Activity(carried=carried)
     _current.set(activity)
     return activity
 
@@ -51,7 +54,7 @@ def waiting_on(describe: Describe) -> Iterator[None]:
         yield
         return
     previous = activity.describe, activity.since
-    activity.describe, activity.since = describe, time.monotonic()
+    activity.describe, activity.since = describe, time.monotonic() - activity.carried
     try:
         yield
     except asyncio.CancelledError:
@@ -60,3 +63,4 @@ def waiting_on(describe: Describe) -> Iterator[None]:
         activity.describe, activity.since = previous
         raise
     activity.describe, activity.since = previous
+    activity.carried = 0.0  # a wait answered: the next ones (A and AAAA at once: both) are new

@@ -133,12 +133,11 @@ class DnsCheck(Check[DnsOptions]):
         return (rdtype,) if rdtype else ("A", "AAAA")
 
     async def probe(self, deadline: Deadline) -> Outcome:
-        budget = deadline.left()  # the lookups below share it
         import asyncio
 
         if not self.target.param("nameserver"):
-            return await self._like_the_app(budget)
-        lookups = await asyncio.gather(*(self._lookup(t, budget) for t in self._types()))
+            return await self._like_the_app(deadline)
+        lookups = await asyncio.gather(*(self._lookup(t, deadline) for t in self._types()))
         return self._judge(lookups, self.target.param("type") or "A/AAAA")
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
@@ -163,7 +162,7 @@ class DnsCheck(Check[DnsOptions]):
                 lookups.append(self._answered(rdtype, reply))
             outcome = self._judge(lookups, self.target.param("type") or "A/AAAA")
         else:
-            steps = self._through_nsswitch(deadline.left())
+            steps = self._through_nsswitch(deadline.budget)
             try:
                 config = next(steps)
                 while True:
@@ -175,13 +174,14 @@ class DnsCheck(Check[DnsOptions]):
                 outcome = done.value
         return outcome if outcome.ready else None
 
-    async def _like_the_app(self, budget: float) -> Outcome:
+    async def _like_the_app(self, deadline: Deadline) -> Outcome:
         """:meth:`_through_nsswitch`, the DNS asked on the event loop with dnspython."""
         import asyncio
 
         from waitfor.kinds.dns import glibc, stub
 
-        steps = self._through_nsswitch(budget)
+        budget = deadline.left()  # each source's search may take what is left
+        steps = self._through_nsswitch(deadline.budget)
         try:
             config = next(steps)
             while True:
@@ -203,7 +203,8 @@ class DnsCheck(Check[DnsOptions]):
         """nsswitch's sources in order, each one's answer judged by its [STATUS=ACTION].
 
         Yields resolv.conf's configuration each time the DNS is to be asked, and is sent the
-        search (its records in their shown forms), or None when none ended within ``budget``.
+        search (its records in their shown forms), or None when none ended within the attempt
+        (``budget`` long: its reason says so).
         """
         from waitfor.kinds.dns import glibc
 
@@ -243,7 +244,7 @@ class DnsCheck(Check[DnsOptions]):
             return Outcome.down("nsswitch.conf's hosts line names no source waitfor can ask")
         return Outcome.down("; ".join(reasons) or f"{name} is not in /etc/hosts")
 
-    async def _lookup(self, rdtype: str, budget: float) -> _Lookup:
+    async def _lookup(self, rdtype: str, attempt: Deadline) -> _Lookup:
         """``dns://NAMESERVER/NAME``: that server only, the name as absolute."""
         import asyncio
 
@@ -260,7 +261,7 @@ class DnsCheck(Check[DnsOptions]):
         shown = host_port(server, port)
         query = dns.message.make_query(dns.name.from_text(name), rdtype)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + budget
+        deadline, budget = attempt.at, attempt.budget  # the event loop's clock is monotonic
         try:
             # cut off by the attempt's end, as its own timeout says it
             with waiting_on(lambda waited: f"timed out: no answer from {shown} in {waited:.1f}s"):
