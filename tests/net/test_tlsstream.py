@@ -7,8 +7,11 @@ suites prove the answers, these the transport's promises, against real peers.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import ssl
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -203,3 +206,47 @@ def test_how_a_tls_stream_ends(
         first, then = asyncio.run(read_all(port))
     assert first == b"hello\r\n"
     assert then == last if isinstance(last, bytes) else last in str(then)
+
+
+@pytest.mark.parametrize("cut_off", ["timed out", "cancelled"])
+def test_a_handshake_cut_off_leaves_no_connection_behind(
+    client: ssl.SSLContext, cut_off: str
+) -> None:
+    """As asyncio's start_tls: the connection is closed by the handshake it could not finish.
+    httpcore drops a stream whose start_tls raised without closing it, so https leaked an unclosed
+    writer (a ResourceWarning) at every attempt that timed out in the handshake."""
+
+    async def shake(port: int) -> bool:
+        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+        _, writer = await aio.streams(sock)
+        if cut_off == "timed out":
+            with pytest.raises(aio.TlsError):
+                await aio.start_tls(writer, client, "localhost", 0.2)
+        else:
+            task = asyncio.create_task(aio.start_tls(writer, client, "localhost", 5.0))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        closing = writer.transport.is_closing()
+        writer.transport.abort()
+        return closing
+
+    with scripted_peer(silent) as port:
+        assert asyncio.run(shake(port))
+
+
+def test_https_timed_out_in_the_handshake_leaves_nothing_behind(ca: trustme.CA) -> None:
+    """The real command under -X dev -W error: one line, no unclosed writer warned about."""
+    with ca.cert_pem.tempfile() as cafile, scripted_peer(silent) as port:
+        target = f"https://localhost:{port}/"
+        python = [sys.executable, "-X", "dev", "-W", "error", "-m", "waitfor", "-q", "-t", "1"]
+        done = subprocess.run(
+            [*python, "--attempt-timeout", "0.3", "--cacert", cafile, target],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 124
+    said = rf"waitfor: https://localhost:{port}/ still not ready after 1.00s \(\d+ attempts\): "
+    assert re.fullmatch(said + r"timed out after 0.3s\n", done.stderr), done.stderr

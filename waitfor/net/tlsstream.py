@@ -117,7 +117,11 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         # The handshake must be heard even if plaintext the reader holds paused reading (as
         # asyncio's start_tls does); the reader pauses it again if it still has too much.
         self._below.resume_reading()
-        await waiting
+        try:
+            await waiting
+        except BaseException:  # as asyncio's start_tls: a handshake cut off closes the connection
+            self._below.abort()  # (httpcore drops a stream whose start_tls raised, unclosed)
+            raise
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if self._tls is None:
