@@ -132,6 +132,28 @@ def test_streams_made_by_asyncio_still_upgrade(
         assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
 
 
+def test_waitfor_streams_upgrade_with_asyncios_own_start_tls(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    """A plugin's probe holding open_stream's streams may call StreamWriter.start_tls (asyncio's
+    documented way, which worked before TLS moved here): the same upgrade, on our transport."""
+
+    async def talk(port: int) -> list[bytes]:
+        reader, writer = await aio.open_stream("127.0.0.1", port, Deadline.after(5.0))
+        said = [await reader.readline()]
+        writer.write(b"STARTTLS\r\n")
+        said.append(await reader.readline())
+        await writer.start_tls(client, server_hostname="localhost", ssl_handshake_timeout=5.0)
+        writer.write(b"who\r\n")
+        said.append(await reader.readline())
+        said.append(writer.get_extra_info("ssl_object").version().encode())
+        writer.close()
+        return said
+
+    with scripted_peer(starttls_peer(server)) as port:
+        assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
+
+
 def closes_in_the_handshake(conn: socket.socket) -> None:
     conn.recv(1000)  # the ClientHello, unanswered
 

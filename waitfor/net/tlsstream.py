@@ -35,19 +35,35 @@ async def open_streams(sock: socket.socket) -> tuple[asyncio.StreamReader, async
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     transport = StreamTransport(protocol)
     await loop.create_connection(lambda: transport, sock=sock)
-    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, StreamWriter(transport, protocol, reader, loop)
 
 
 async def start_tls(
     writer: asyncio.StreamWriter, context: ssl.SSLContext, server_hostname: str | None
 ) -> None:
     """The TLS handshake on ``writer``'s connection, in place; what it raises is an OSError
-    (ssl.SSLError, ConnectionError). The caller bounds it in time and aborts on failure."""
-    transport = writer.transport
-    if isinstance(transport, StreamTransport):
-        await transport.start_tls(context, server_hostname)
-    else:  # streams a plugin made itself (asyncio.open_connection): asyncio's own TLS
-        await writer.start_tls(context, server_hostname=server_hostname)
+    (ssl.SSLError, ConnectionError). The caller bounds it in time and aborts on failure.
+    Streams a plugin made itself (asyncio.open_connection) get asyncio's own TLS."""
+    await writer.start_tls(context, server_hostname=server_hostname)
+
+
+class StreamWriter(asyncio.StreamWriter):
+    """:func:`open_streams`' writer: its ``start_tls`` (asyncio's documented upgrade, which a
+    plugin's probe may call on the streams it was given) is :meth:`StreamTransport.start_tls`;
+    asyncio's would refuse a transport of ours."""
+
+    async def start_tls(
+        self,
+        sslcontext: ssl.SSLContext,
+        *,
+        server_hostname: str | None = None,
+        ssl_handshake_timeout: float | None = None,
+        ssl_shutdown_timeout: float | None = None,  # Python 3.12's; no goodbye is awaited here
+    ) -> None:
+        transport = self.transport
+        assert isinstance(transport, StreamTransport)
+        async with asyncio.timeout(ssl_handshake_timeout):
+            await transport.start_tls(sslcontext, server_hostname)
 
 
 class StreamTransport(asyncio.Transport, asyncio.Protocol):
