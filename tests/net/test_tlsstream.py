@@ -258,6 +258,35 @@ def test_a_handshake_cut_off_leaves_no_connection_behind(
         assert asyncio.run(shake(port))
 
 
+def test_starttls_after_the_peer_closed_fails_at_once(client: ssl.SSLContext) -> None:
+    """A peer that said its last word (EOF) before the upgrade: the handshake cannot be heard
+    (the socket transport stopped reading), so it fails at once, as asyncio's start_tls did,
+    rather than waiting out the attempt to say it timed out."""
+
+    def says_go_and_closes(conn: socket.socket) -> None:
+        conn.sendall(b"GO\r\n")
+        conn.shutdown(socket.SHUT_WR)
+        time.sleep(2)
+
+    async def upgrade_late(port: int) -> tuple[str, bool]:
+        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+        reader, writer = await aio.streams(sock)
+        assert await reader.readline() == b"GO\r\n"
+        assert await reader.read() == b""  # the peer's EOF, seen before the upgrade
+        with pytest.raises(aio.TlsError) as info:
+            await aio.start_tls(writer, client, "localhost", 1.0)
+        closing = writer.transport.is_closing()
+        writer.transport.abort()
+        return str(info.value), closing
+
+    with scripted_peer(says_go_and_closes) as port:
+        started = time.monotonic()
+        reason, closing = asyncio.run(upgrade_late(port))
+    assert reason == "TLS handshake failed: the peer closed the connection"
+    assert closing  # nothing left to a caller that drops the stream
+    assert time.monotonic() - started < 0.9
+
+
 def test_https_timed_out_in_the_handshake_leaves_nothing_behind(ca: trustme.CA) -> None:
     """The real command under -W error: one line, no unclosed writer warned about (not -X dev:
     its slow-callback log lines come under load)."""

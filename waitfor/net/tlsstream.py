@@ -82,7 +82,7 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         self._handshake: asyncio.Future[None] | None = None  # until the handshake ends
         self._unsent: list[bytes] = []  # plaintext written before the handshake ended
         self._error: BaseException | None = None  # why a TLS connection was aborted
-        self._eof = False
+        self._eof = False  # the stream protocol was told the stream ended
 
     # --- the socket transport's protocol ------------------------------------------------------
 
@@ -99,6 +99,7 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         if self._tls is None:
+            self._eof = True  # a later start_tls could not hear the handshake
             return self._app.eof_received()  # type: ignore[no-any-return]
         if self._handshake is not None:
             self._fail_handshake(ConnectionResetError("the peer closed the connection"))
@@ -121,8 +122,11 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
 
     async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
         """Upgrade in place; raises the handshake's error (an OSError)."""
-        if self._tls is not None or self._below.is_closing():
-            raise ConnectionResetError("the connection is closed or already uses TLS")
+        if self._tls is not None:
+            raise ConnectionResetError("the connection already uses TLS")
+        if self._eof or self._below.is_closing():  # the peer will not answer: fail now, not
+            self._below.abort()  # at the timeout, as asyncio's start_tls; and leave nothing open
+            raise ConnectionResetError("the peer closed the connection")
         self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._tls = context.wrap_bio(
             self._incoming, self._outgoing, server_hostname=server_hostname
