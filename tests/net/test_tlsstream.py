@@ -258,6 +258,42 @@ def test_a_handshake_cut_off_leaves_no_connection_behind(
         assert asyncio.run(shake(port))
 
 
+PAST_THE_LIMIT = 2 * 64 * 1024 + 1
+
+
+def test_a_reader_paused_before_starttls_stays_bounded_after_it(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    """The reader paused reading (it holds more plaintext than its limit) when the upgrade
+    begins: the handshake is heard all the same, then reading pauses again until the reader
+    reads. A flood after the handshake buffered without bound (800 MB in 1.5 s)."""
+
+    def floods(conn: socket.socket) -> None:
+        # One byte past what the reader holds before pausing (twice its 64 KiB limit): it
+        # pauses reading with all of it read, however the reads split it.
+        conn.sendall(b"x" * PAST_THE_LIMIT)
+        with server.wrap_socket(conn, server_side=True) as tls:
+            while True:
+                tls.sendall(b"y" * 16384)
+
+    async def held(port: int) -> tuple[int, bytes]:
+        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+        reader, writer = await aio.streams(sock)
+        await asyncio.sleep(0.3)
+        await aio.start_tls(writer, client, "localhost", 5.0)
+        await asyncio.sleep(1.0)  # not reading
+        buffered = len(reader._buffer)  # type: ignore[attr-defined]  # what the reader holds
+        await reader.readexactly(PAST_THE_LIMIT)
+        later = await reader.readexactly(1_000_000)  # reading resumes
+        writer.transport.abort()
+        return buffered, later[-1:]
+
+    with scripted_peer(floods) as port:
+        buffered, last = asyncio.run(held(port))
+    assert buffered < 2 * 1024 * 1024
+    assert last == b"y"
+
+
 def test_starttls_after_the_peer_closed_fails_at_once(client: ssl.SSLContext) -> None:
     """A peer that said its last word (EOF) before the upgrade: the handshake cannot be heard
     (the socket transport stopped reading), so it fails at once, as asyncio's start_tls did,

@@ -83,6 +83,7 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         self._unsent: list[bytes] = []  # plaintext written before the handshake ended
         self._error: BaseException | None = None  # why a TLS connection was aborted
         self._eof = False  # the stream protocol was told the stream ended
+        self._paused = False  # the stream protocol paused reading (its buffer is full)
 
     # --- the socket transport's protocol ------------------------------------------------------
 
@@ -135,7 +136,8 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         waiting = self._handshake
         self._advance()  # sends the ClientHello
         # The handshake must be heard even if plaintext the reader holds paused reading (as
-        # asyncio's start_tls does); the reader pauses it again if it still has too much.
+        # asyncio's start_tls does); reading pauses again once it is done (see _advance): the
+        # reader, paused already, would not ask again, and a flood would then have no bound.
         self._below.resume_reading()
         try:
             await waiting
@@ -173,9 +175,11 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         return bool(self._below.is_closing())
 
     def pause_reading(self) -> None:
+        self._paused = True
         self._below.pause_reading()
 
     def resume_reading(self) -> None:
+        self._paused = False
         self._below.resume_reading()
 
     def is_reading(self) -> bool:
@@ -226,6 +230,8 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
                 finally:
                     self._flush()
                 waiting, self._handshake = self._handshake, None
+                if self._paused:  # heard for the handshake only: the reader still holds plenty
+                    self._below.pause_reading()
                 if not waiting.done():  # not cancelled by the caller's timeout
                     waiting.set_result(None)
             self._decrypt(tls)
