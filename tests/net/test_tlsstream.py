@@ -7,8 +7,11 @@ suites prove the answers, these the transport's promises, against real peers.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import ssl
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -129,6 +132,28 @@ def test_streams_made_by_asyncio_still_upgrade(
         assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
 
 
+def test_waitfor_streams_upgrade_with_asyncios_own_start_tls(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    """A plugin's probe holding open_stream's streams may call StreamWriter.start_tls (asyncio's
+    documented way, which worked before TLS moved here): the same upgrade, on our transport."""
+
+    async def talk(port: int) -> list[bytes]:
+        reader, writer = await aio.open_stream("127.0.0.1", port, Deadline.after(5.0))
+        said = [await reader.readline()]
+        writer.write(b"STARTTLS\r\n")
+        said.append(await reader.readline())
+        await writer.start_tls(client, server_hostname="localhost", ssl_handshake_timeout=5.0)
+        writer.write(b"who\r\n")
+        said.append(await reader.readline())
+        said.append(writer.get_extra_info("ssl_object").version().encode())
+        writer.close()
+        return said
+
+    with scripted_peer(starttls_peer(server)) as port:
+        assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
+
+
 def closes_in_the_handshake(conn: socket.socket) -> None:
     conn.recv(1000)  # the ClientHello, unanswered
 
@@ -203,3 +228,113 @@ def test_how_a_tls_stream_ends(
         first, then = asyncio.run(read_all(port))
     assert first == b"hello\r\n"
     assert then == last if isinstance(last, bytes) else last in str(then)
+
+
+@pytest.mark.parametrize("cut_off", ["timed out", "cancelled"])
+def test_a_handshake_cut_off_leaves_no_connection_behind(
+    client: ssl.SSLContext, cut_off: str
+) -> None:
+    """As asyncio's start_tls: the connection is closed by the handshake it could not finish.
+    httpcore drops a stream whose start_tls raised without closing it, so https leaked an unclosed
+    writer (a ResourceWarning) at every attempt that timed out in the handshake."""
+
+    async def shake(port: int) -> bool:
+        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+        _, writer = await aio.streams(sock)
+        if cut_off == "timed out":
+            with pytest.raises(aio.TlsError):
+                await aio.start_tls(writer, client, "localhost", 0.2)
+        else:
+            task = asyncio.create_task(aio.start_tls(writer, client, "localhost", 5.0))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        closing = writer.transport.is_closing()
+        writer.transport.abort()
+        return closing
+
+    with scripted_peer(silent) as port:
+        assert asyncio.run(shake(port))
+
+
+PAST_THE_LIMIT = 2 * 64 * 1024 + 1
+
+
+def test_a_reader_paused_before_starttls_stays_bounded_after_it(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    """The reader paused reading (it holds more plaintext than its limit) when the upgrade
+    begins: the handshake is heard all the same, then reading pauses again until the reader
+    reads. A flood after the handshake buffered without bound (800 MB in 1.5 s)."""
+
+    def floods(conn: socket.socket) -> None:
+        # One byte past what the reader holds before pausing (twice its 64 KiB limit): it
+        # pauses reading with all of it read, however the reads split it.
+        conn.sendall(b"x" * PAST_THE_LIMIT)
+        with server.wrap_socket(conn, server_side=True) as tls:
+            while True:
+                tls.sendall(b"y" * 16384)
+
+    async def held(port: int) -> tuple[int, bytes]:
+        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+        reader, writer = await aio.streams(sock)
+        await asyncio.sleep(0.3)
+        await aio.start_tls(writer, client, "localhost", 5.0)
+        await asyncio.sleep(1.0)  # not reading
+        buffered = len(reader._buffer)  # type: ignore[attr-defined]  # what the reader holds
+        await reader.readexactly(PAST_THE_LIMIT)
+        later = await reader.readexactly(1_000_000)  # reading resumes
+        writer.transport.abort()
+        return buffered, later[-1:]
+
+    with scripted_peer(floods) as port:
+        buffered, last = asyncio.run(held(port))
+    assert buffered < 2 * 1024 * 1024
+    assert last == b"y"
+
+
+def test_starttls_after_the_peer_closed_fails_at_once(client: ssl.SSLContext) -> None:
+    """A peer that said its last word (EOF) before the upgrade: the handshake cannot be heard
+    (the socket transport stopped reading), so it fails at once, as asyncio's start_tls did,
+    rather than waiting out the attempt to say it timed out."""
+
+    def says_go_and_closes(conn: socket.socket) -> None:
+        conn.sendall(b"GO\r\n")
+        conn.shutdown(socket.SHUT_WR)
+        time.sleep(2)
+
+    async def upgrade_late(port: int) -> tuple[str, bool]:
+        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
+        reader, writer = await aio.streams(sock)
+        assert await reader.readline() == b"GO\r\n"
+        assert await reader.read() == b""  # the peer's EOF, seen before the upgrade
+        with pytest.raises(aio.TlsError) as info:
+            await aio.start_tls(writer, client, "localhost", 1.0)
+        closing = writer.transport.is_closing()
+        writer.transport.abort()
+        return str(info.value), closing
+
+    with scripted_peer(says_go_and_closes) as port:
+        started = time.monotonic()
+        reason, closing = asyncio.run(upgrade_late(port))
+    assert reason == "TLS handshake failed: the peer closed the connection"
+    assert closing  # nothing left to a caller that drops the stream
+    assert time.monotonic() - started < 0.9
+
+
+def test_https_timed_out_in_the_handshake_leaves_nothing_behind(ca: trustme.CA) -> None:
+    """The real command under -W error: one line, no unclosed writer warned about (not -X dev:
+    its slow-callback log lines come under load)."""
+    with ca.cert_pem.tempfile() as cafile, scripted_peer(silent) as port:
+        target = f"https://localhost:{port}/"
+        python = [sys.executable, "-W", "error", "-m", "waitfor", "-q", "-t", "1"]
+        done = subprocess.run(
+            [*python, "--attempt-timeout", "0.3", "--cacert", cafile, target],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 124
+    said = rf"waitfor: https://localhost:{port}/ still not ready after 1.0\ds \(\d+ attempts?\): "
+    assert re.fullmatch(said + r"timed out after 0\.\ds\n", done.stderr), done.stderr

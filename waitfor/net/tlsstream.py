@@ -35,19 +35,35 @@ async def open_streams(sock: socket.socket) -> tuple[asyncio.StreamReader, async
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     transport = StreamTransport(protocol)
     await loop.create_connection(lambda: transport, sock=sock)
-    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, StreamWriter(transport, protocol, reader, loop)
 
 
 async def start_tls(
     writer: asyncio.StreamWriter, context: ssl.SSLContext, server_hostname: str | None
 ) -> None:
     """The TLS handshake on ``writer``'s connection, in place; what it raises is an OSError
-    (ssl.SSLError, ConnectionError). The caller bounds it in time and aborts on failure."""
-    transport = writer.transport
-    if isinstance(transport, StreamTransport):
-        await transport.start_tls(context, server_hostname)
-    else:  # streams a plugin made itself (asyncio.open_connection): asyncio's own TLS
-        await writer.start_tls(context, server_hostname=server_hostname)
+    (ssl.SSLError, ConnectionError). The caller bounds it in time and aborts on failure.
+    Streams a plugin made itself (asyncio.open_connection) get asyncio's own TLS."""
+    await writer.start_tls(context, server_hostname=server_hostname)
+
+
+class StreamWriter(asyncio.StreamWriter):
+    """:func:`open_streams`' writer: its ``start_tls`` (asyncio's documented upgrade, which a
+    plugin's probe may call on the streams it was given) is :meth:`StreamTransport.start_tls`;
+    asyncio's would refuse a transport of ours."""
+
+    async def start_tls(
+        self,
+        sslcontext: ssl.SSLContext,
+        *,
+        server_hostname: str | None = None,
+        ssl_handshake_timeout: float | None = None,
+        ssl_shutdown_timeout: float | None = None,  # Python 3.12's; no goodbye is awaited here
+    ) -> None:
+        transport = self.transport
+        assert isinstance(transport, StreamTransport)
+        async with asyncio.timeout(ssl_handshake_timeout):
+            await transport.start_tls(sslcontext, server_hostname)
 
 
 class StreamTransport(asyncio.Transport, asyncio.Protocol):
@@ -66,7 +82,8 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         self._handshake: asyncio.Future[None] | None = None  # until the handshake ends
         self._unsent: list[bytes] = []  # plaintext written before the handshake ended
         self._error: BaseException | None = None  # why a TLS connection was aborted
-        self._eof = False
+        self._eof = False  # the stream protocol was told the stream ended
+        self._paused = False  # the stream protocol paused reading (its buffer is full)
 
     # --- the socket transport's protocol ------------------------------------------------------
 
@@ -83,6 +100,7 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         if self._tls is None:
+            self._eof = True  # a later start_tls could not hear the handshake
             return self._app.eof_received()  # type: ignore[no-any-return]
         if self._handshake is not None:
             self._fail_handshake(ConnectionResetError("the peer closed the connection"))
@@ -105,8 +123,11 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
 
     async def start_tls(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
         """Upgrade in place; raises the handshake's error (an OSError)."""
-        if self._tls is not None or self._below.is_closing():
-            raise ConnectionResetError("the connection is closed or already uses TLS")
+        if self._tls is not None:
+            raise ConnectionResetError("the connection already uses TLS")
+        if self._eof or self._below.is_closing():  # the peer will not answer: fail now, not
+            self._below.abort()  # at the timeout, as asyncio's start_tls; and leave nothing open
+            raise ConnectionResetError("the peer closed the connection")
         self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._tls = context.wrap_bio(
             self._incoming, self._outgoing, server_hostname=server_hostname
@@ -115,9 +136,14 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         waiting = self._handshake
         self._advance()  # sends the ClientHello
         # The handshake must be heard even if plaintext the reader holds paused reading (as
-        # asyncio's start_tls does); the reader pauses it again if it still has too much.
+        # asyncio's start_tls does); reading pauses again once it is done (see _advance): the
+        # reader, paused already, would not ask again, and a flood would then have no bound.
         self._below.resume_reading()
-        await waiting
+        try:
+            await waiting
+        except BaseException:  # as asyncio's start_tls: a handshake cut off closes the connection
+            self._below.abort()  # (httpcore drops a stream whose start_tls raised, unclosed)
+            raise
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if self._tls is None:
@@ -149,9 +175,11 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         return bool(self._below.is_closing())
 
     def pause_reading(self) -> None:
+        self._paused = True
         self._below.pause_reading()
 
     def resume_reading(self) -> None:
+        self._paused = False
         self._below.resume_reading()
 
     def is_reading(self) -> bool:
@@ -202,6 +230,8 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
                 finally:
                     self._flush()
                 waiting, self._handshake = self._handshake, None
+                if self._paused:  # heard for the handshake only: the reader still holds plenty
+                    self._below.pause_reading()
                 if not waiting.done():  # not cancelled by the caller's timeout
                     waiting.set_result(None)
             self._decrypt(tls)
