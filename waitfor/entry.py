@@ -102,10 +102,10 @@ def signalled_in(exc: BaseException) -> Signalled | None:
 
 def run() -> NoReturn:
     """The ``waitfor`` command (console script, ``python -m waitfor``)."""
-    install()
     try:
+        install()  # inside: a signal may land the moment its handler is in place
         from waitfor import cli
-    except BaseException as exc:  # while importing: nothing else has started
+    except BaseException as exc:  # installing, importing: nothing else has started
         signalled = signalled_in(exc)
         if signalled is None:
             raise
