@@ -511,3 +511,29 @@ def test_a_ready_run_imports_click_only_for_other_options(
     modules = listing.read_text().split()
     assert ("click" in modules) is clicked
     assert "inspect" not in modules or clicked
+
+
+class Raising(Passed):
+    """A wait that ends in what click calls an Abort (a plugin's input(), a KeyboardInterrupt
+    someone raised)."""
+
+    def __init__(self, error: type[BaseException]) -> None:
+        super().__init__()
+        self.error = error
+
+    def run_sync(self, guard: object = None) -> list[object]:
+        raise self.error()
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, EOFError])
+@pytest.mark.parametrize("words", [["tcp://a:1"], ["-o", "text", "tcp://a:1"]], ids=" ".join)
+def test_an_aborted_wait_is_one_line_whichever_read_the_words(
+    error: type[BaseException],
+    words: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # click echoed an empty line before its Abort; the quick reading did not
+    monkeypatch.setattr(api, "Wait", lambda *targets, **kwargs: Raising(error))
+    assert run_cli(words, monkeypatch) == 130
+    assert capsys.readouterr().err == "waitfor: error: interrupted by SIGINT\n"
