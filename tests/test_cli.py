@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.servers import Script, banner_server, free_port, http_server, tcp_listener
 from waitfor import api, cli
@@ -472,6 +474,27 @@ def test_the_quick_reading_gives_clicks_parameters(
 @pytest.mark.parametrize("words", CLICK_WORDS, ids=" ".join)
 def test_every_other_command_line_is_clicks(words: list[str]) -> None:
     assert cli.quick_params(words, {}) is None
+
+
+#: words near the quick reading's edges: its options misspelt, glued, repeated, valueless
+EDGE_WORDS = [
+    *["-", "--", "---", "-t", "-q", "--quiet", "--timeout", "--timeout=", "--timeout=5m", "-t5"],
+    *["-qt", "-tq", "--time", "--quiet=1", "-t=5", "-h", "-o", "\u2014t", "-\udcff", "\udcff"],
+    *["5", "5m", "0", "-5", "1e400", "nan", "inf", "1h30m", " 5", "", "tcp://a:1", "dns:b"],
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(EDGE_WORDS), st.text(max_size=4)), max_size=7))
+def test_whatever_the_quick_reading_takes_click_reads_the_same(words: list[str]) -> None:
+    quick = cli.quick_params(words, {})
+    if quick is not None:
+        with pytest.MonkeyPatch.context() as monkeypatch:  # click reads no variable either
+            for name in [n for n in os.environ if "WAITFOR_" in n]:
+                monkeypatch.delenv(name)
+            assert quick == click_params(words)  # and click does not call it a usage error
+        assert quick["targets"]
+        assert not quick["command"] or quick["command"][0]
 
 
 @pytest.mark.parametrize(
