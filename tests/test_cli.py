@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.servers import Script, banner_server, free_port, http_server, tcp_listener
 from waitfor import api, cli
@@ -474,6 +476,27 @@ def test_every_other_command_line_is_clicks(words: list[str]) -> None:
     assert cli.quick_params(words, {}) is None
 
 
+#: words near the quick reading's edges: its options misspelt, glued, repeated, valueless
+EDGE_WORDS = [
+    *["-", "--", "---", "-t", "-q", "--quiet", "--timeout", "--timeout=", "--timeout=5m", "-t5"],
+    *["-qt", "-tq", "--time", "--quiet=1", "-t=5", "-h", "-o", "\u2014t", "-\udcff", "\udcff"],
+    *["5", "5m", "0", "-5", "1e400", "nan", "inf", "1h30m", " 5", "", "tcp://a:1", "dns:b"],
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(EDGE_WORDS), st.text(max_size=4)), max_size=7))
+def test_whatever_the_quick_reading_takes_click_reads_the_same(words: list[str]) -> None:
+    quick = cli.quick_params(words, {})
+    if quick is not None:
+        with pytest.MonkeyPatch.context() as monkeypatch:  # click reads no variable either
+            for name in [n for n in os.environ if "WAITFOR_" in n]:
+                monkeypatch.delenv(name)
+            assert quick == click_params(words)  # and click does not call it a usage error
+        assert quick["targets"]
+        assert not quick["command"] or quick["command"][0]
+
+
 @pytest.mark.parametrize(
     "variable",
     ["WAITFOR_TARGETS", "WAITFOR_TIMEOUT", "WAITFOR_QUIET", "WAITFOR_ANY", "_WAITFOR_COMPLETE"],
@@ -511,3 +534,29 @@ def test_a_ready_run_imports_click_only_for_other_options(
     modules = listing.read_text().split()
     assert ("click" in modules) is clicked
     assert "inspect" not in modules or clicked
+
+
+class Raising(Passed):
+    """A wait that ends in what click calls an Abort (a plugin's input(), a KeyboardInterrupt
+    someone raised)."""
+
+    def __init__(self, error: type[BaseException]) -> None:
+        super().__init__()
+        self.error = error
+
+    def run_sync(self, guard: object = None) -> list[object]:
+        raise self.error()
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, EOFError])
+@pytest.mark.parametrize("words", [["tcp://a:1"], ["-o", "text", "tcp://a:1"]], ids=" ".join)
+def test_an_aborted_wait_is_one_line_whichever_read_the_words(
+    error: type[BaseException],
+    words: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # click echoed an empty line before its Abort; the quick reading did not
+    monkeypatch.setattr(api, "Wait", lambda *targets, **kwargs: Raising(error))
+    assert run_cli(words, monkeypatch) == 130
+    assert capsys.readouterr().err == "waitfor: error: interrupted by SIGINT\n"

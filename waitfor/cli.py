@@ -176,7 +176,10 @@ def wait(
         any_ready=any_ready,
         defaults=defaults,
     )
-    wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import
+    try:
+        wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import
+    except (EOFError, KeyboardInterrupt):  # raised here, not click's Abort (and its empty line)
+        raise Interrupted(signal.SIGINT) from None
     raise_pending()  # a signal Python swallowed on the way: interrupted, not ready
     if command:
         exec_command(command)

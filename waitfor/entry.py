@@ -72,8 +72,10 @@ def raise_pending() -> None:
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """Python's report of an exception it could not raise, except our own interrupt's, which
-    :func:`pending` keeps: no "Exception ignored ... Traceback" for a signal."""
-    if not isinstance(unraisable.exc_value, Signalled):
+    :func:`pending` keeps: no "Exception ignored ... Traceback" for a signal. Once interrupted,
+    none at all: what the signal cut in half (an event loop still being made) fails in its
+    ``__del__`` on the way out, and the one line saying why waitfor ended is enough."""
+    if not isinstance(unraisable.exc_value, Signalled) and not _received:
         sys.__unraisablehook__(unraisable)
 
 
@@ -102,10 +104,10 @@ def signalled_in(exc: BaseException) -> Signalled | None:
 
 def run() -> NoReturn:
     """The ``waitfor`` command (console script, ``python -m waitfor``)."""
-    install()
     try:
+        install()  # inside: a signal may land the moment its handler is in place
         from waitfor import cli
-    except BaseException as exc:  # while importing: nothing else has started
+    except BaseException as exc:  # installing, importing: nothing else has started
         signalled = signalled_in(exc)
         if signalled is None:
             raise

@@ -183,3 +183,63 @@ def test_a_signal_python_swallowed_still_ends_the_wait(words: list[str]) -> None
     assert result.returncode == 143, result.stderr
     assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
     assert time.monotonic() - started < 10  # not the 30 s deadline
+
+
+#: A signal landing the moment the handlers are in place, before the command's first ``try``
+#: (seen for real: a SIGTERM 17 ms in, "waitfor.entry.Signalled: 15" and exit 1).
+AS_INSTALLED = (
+    "import os, signal, sys\n"
+    "from waitfor import entry\n"
+    "installed = entry.install\n"
+    "def install():\n"
+    "    installed()\n"
+    "    os.kill(os.getpid(), signal.SIGTERM)\n"
+    "    for _ in range(1000):\n"  # the handler runs here, as install returns
+    "        pass\n"
+    "entry.install = install\n"
+    "sys.argv = ['waitfor', *sys.argv[1:]]\n"
+    "entry.run()\n"
+)
+
+
+def test_a_signal_as_the_handlers_are_installed_ends_in_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", AS_INSTALLED, "tcp://127.0.0.1:5432"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+
+
+#: A signal landing while asyncio makes the event loop: the half-made loop's ``__del__`` fails
+#: (no ``_ssock`` yet) and Python printed "Exception ignored ... Traceback" after our line.
+IN_THE_LOOPS_MAKING = (
+    "import os, signal, sys\n"
+    "from asyncio import selector_events\n"
+    "from waitfor import entry\n"
+    "entry.install()\n"
+    "make = selector_events.BaseSelectorEventLoop._make_self_pipe\n"
+    "def landing(loop):\n"
+    "    os.kill(os.getpid(), signal.SIGTERM)\n"
+    "    for _ in range(1000):\n"
+    "        pass\n"
+    "    make(loop)\n"
+    "selector_events.BaseSelectorEventLoop._make_self_pipe = landing\n"
+    "from waitfor.cli import run\n"
+    "sys.argv = ['waitfor', *sys.argv[1:]]\n"
+    "run()\n"
+)
+
+
+def test_a_signal_while_the_event_loop_is_made_ends_in_one_line() -> None:
+    refused = f"tcp://127.0.0.1:{free_port()}"
+    result = subprocess.run(
+        [sys.executable, "-c", IN_THE_LOOPS_MAKING, "-q", "-t", "30", refused],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
