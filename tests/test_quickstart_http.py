@@ -9,6 +9,7 @@ rewrites, redirects) are left to the runner from the quick path, and must say th
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import tempfile
@@ -170,3 +171,35 @@ def test_a_ready_http_run_imports_neither_httpx_nor_asyncio(
     imported = set(listing.read_text().split())
     assert "waitfor.kinds.http.wire" in imported
     assert not imported & {"asyncio", "ssl", "httpx", "h11", "email", "waitfor.runner"}
+
+
+def test_a_quick_attempt_that_took_the_whole_timeout_ends_the_wait_at_it(tmp_path: Path) -> None:
+    """A silent server and -t 0.2: the quick attempt waits out all of it, and the runner must
+    not begin a probe past the deadline (httpx's import alone ran it ~0.1 s over, and said
+    "timed out after 0.3s")."""
+    listing = tmp_path / "modules"
+    script = (
+        "import os, sys\n"
+        "from waitfor import cli\n"
+        "listing = sys.argv.pop(1)\n"
+        "def listed(code):\n"
+        "    open(listing, 'w').write(' '.join(sys.modules))\n"
+        "    real(code)\n"
+        "real, os._exit = os._exit, listed\n"
+        "cli.run()\n"
+    )
+
+    def silent(conn: socket.socket) -> None:
+        conn.recv(1)  # the request read, no answer until the client hangs up
+
+    with answering_peer(silent) as (url, _):
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(listing), "-t", "0.2", f"{url}/"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert result.returncode == 124, result.stderr
+    assert result.stderr.splitlines()[-1].endswith("(1 attempt): timed out after 0.2s")
+    assert "httpx" not in listing.read_text().split()

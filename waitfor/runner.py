@@ -102,6 +102,10 @@ async def run(
             # the attempt's whole length, the synchronous part of a continued one included
             deadline = Deadline(now + budget, now + budget - state.attempt_began)
             state.activity = activity.track(carried=now - state.attempt_began)
+            if quick is not None and state.attempts == 1 and remaining() <= 0:
+                # The synchronous first attempt took the wait's whole time: this probe would
+                # only run past the deadline (importing its client, httpx's ~0.1 s) for nothing.
+                await asyncio.Event().wait()  # the deadline's cancellation is due
             try:
                 async with asyncio.timeout_at(deadline.at):
                     outcome = await check.probe(deadline)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -367,6 +369,35 @@ def test_http_unix_both_ways(tmp_path: Path, answer: bytes) -> None:
         )
         is None
     )
+
+
+#: run in a child process: every descriptor taken, then the quick attempt on an http+unix target
+_NO_DESCRIPTOR_LEFT = """
+import os, resource, sys
+from waitfor.deadline import Deadline
+from waitfor.kinds.http import HttpCheck
+from waitfor.net import unixsock
+from waitfor.targets import parse_target
+
+check = HttpCheck(parse_target(sys.argv[1]))
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+try:
+    while True:
+        os.open(os.devnull, os.O_RDONLY)
+except OSError:
+    pass
+print(check.probe_now(Deadline.after(1)))
+"""
+
+
+def test_http_unix_without_a_descriptor_left_is_the_runners(tmp_path: Path) -> None:
+    """socket() failing (EMFILE) is not an answer: None, as for TCP, and the runner says why."""
+    path = tmp_path / "app.sock"
+    with unix_peer(path, OK):
+        target = f"http+unix://{quote(str(path), safe='')}/"
+        run = [sys.executable, "-c", _NO_DESCRIPTOR_LEFT, target]
+        done = subprocess.run(run, capture_output=True, text=True, timeout=30, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "None\n", "")
 
 
 # --- the judgement's reading of headers ----------------------------------------------------
