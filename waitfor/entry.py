@@ -25,7 +25,8 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 #: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
 INHERITED_IGNORED: list[signal.Signals] = []
 _installed: list[bool] = []
-#: every interrupt the handlers raised, in order: one Python swallowed is still known here
+#: every interrupt the handlers raised, in order: one Python swallowed is still known here.
+#: Never cleared: the command ends on its first interrupt (handlers are once per process too).
 _received: list[int] = []
 
 

@@ -27,6 +27,7 @@ class Activity:
     since: float = 0.0  # time.monotonic() when the current wait began
     #: seconds the attempt waited before the event loop took it over (its synchronous first
     #: part): counted in the waits it begins with, which go on waiting for the same answers
+    #: (the same nameserver, host or peer: the first attempt asked them first)
     carried: float = 0.0
 
     def reason(self, now: float | None = None) -> str | None:

@@ -54,7 +54,9 @@ def send(
 ) -> glibc.Reply | glibc.NoAnswer:
     """:func:`glibc.res_send`'s queries for one name and type."""
     steps = glibc.res_send(config)
-    server, _ = next(steps)  # its wait is the runner's to make: here, only the deadline
+    # res_send's per-server wait (resolv.conf's timeout, 1 s at least) is the runner's to make:
+    # the quick attempt's whole budget (0.25 s) is shorter, so here only the deadline counts
+    server, _ = next(steps)
     try:
         while True:
             server, _ = steps.send(exchange(qname, rdtype, server, 53, deadline))

@@ -11,9 +11,9 @@ and headers go to the one judgement (:func:`~waitfor.kinds.http.judge.judge`), w
 it means.
 
 Anything this reader does not fully understand is :class:`Undecided`: what h11 refuses (a bad
-status line, bare LF, obs-fold, a duplicate or conflicting Content-Length, a transfer coding
-other than chunked, a bad chunk, an early close, a head too long), what it accepts that is rare
-in a health check (non-ASCII header bytes, trailers, 1xx answers), any redirect (httpx follows
+status line, a duplicate or conflicting Content-Length, a transfer coding other than chunked, a
+bad chunk, an early close, a head too long), what it accepts that is rare in a health check
+(bare LF, obs-fold, non-ASCII header bytes, trailers, 1xx answers), any redirect (httpx follows
 the same-host ones), a request it cannot write exactly as httpx does, and a regex search too
 long to run within the attempt's budget. So is an answer that is not ready, and running out of
 time. The runner's attempt then asks again through httpx, and says why.
