@@ -297,25 +297,9 @@ def cli(
     if max_interval < MIN_INTERVAL:
         # A zero cap would probe in a tight loop: thousands of connections a second.
         raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", param_hint="--max-interval")
-    command_line.wait(
-        targets=targets,
-        timeout=timeout,
-        attempt_timeout=attempt_timeout,
-        max_interval=max_interval,
-        invert=invert,
-        stable=stable,
-        any_ready=any_ready,
-        output=output,
-        quiet=quiet,
-        insecure=insecure,
-        cacert=cacert,
-        cert=cert,
-        key=key,
-        key_password=key_password,
-        resolv_conf=resolv_conf,
-        events=events,
-        command=command,
-    )
+    # click's values under wait()'s own names, as quick_params gives them
+    params = {name: value for name, value in ctx.params.items() if name != "termination_log"}
+    command_line.wait(**params, command=command)
 
 
 def main(args: Sequence[str]) -> None:
