@@ -150,6 +150,13 @@ def test_the_quick_path_gives_exactly_what_the_runner_gives(
 ) -> None:
     argv = [word for option in options for word in option]
     argv += [t.format(**ports) for t in targets] + command
+    assert_ready_as_the_runner(argv, options, monkeypatch)
+
+
+def assert_ready_as_the_runner(
+    argv: list[str], options: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line, run with the quick path and without: ready, and the same words."""
     quick = run_cli(argv, True, monkeypatch)
     full = run_cli(argv, False, monkeypatch)
     assert quick[:2] == full[:2]

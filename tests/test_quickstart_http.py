@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.servers import Script, answering_peer, http_server, tcp_listener, unix_http_server
-from tests.test_quickstart import OPTIONS, normalized, run_cli
+from tests.test_quickstart import OPTIONS, assert_ready_as_the_runner
 from waitfor import quickstart
 from waitfor.events import TargetResult
 
@@ -123,13 +123,7 @@ def test_the_quick_path_gives_exactly_what_the_runner_gives(
         return answered[-1]
 
     monkeypatch.setattr(quickstart, "all_ready_now", counted)
-    quick = run_cli(argv, True, monkeypatch)
-    full = run_cli(argv, False, monkeypatch)
-    assert quick[:2] == full[:2]
-    assert quick[0] == 0
-    outputs = [o[1] for o in options if o[0] == "-o"]
-    json_lines = bool(outputs) and outputs[-1] == "json" and ["-q"] not in options
-    assert normalized(quick[2], json_lines) == normalized(full[2], json_lines)
+    assert_ready_as_the_runner(argv, options, monkeypatch)
     if ["-t", "0"] not in options:  # one attempt per target: the runner's, never the quick one
         assert (answered[0] is not None) == all(must for _, must in chosen), answered
 
