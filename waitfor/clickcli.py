@@ -263,7 +263,10 @@ class WaitforCommand(click.Command):
         " create, patch on events."
     ),
 )
-@click.version_option(package_name="waitfor", message="%(prog)s %(version)s")
+# not from WAITFOR_VERSION: a variable some tool sets would end the wait at once, exit 0
+@click.version_option(
+    package_name="waitfor", message="%(prog)s %(version)s", allow_from_autoenv=False
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
