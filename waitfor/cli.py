@@ -6,9 +6,9 @@ targets are ready; it replaces waitfor's process, so it gets signals and exit co
 The command line is click's (:mod:`waitfor.clickcli`), but importing click is about half of a
 ready wait's start-up, and most command lines are only targets: ``waitfor tcp://db:5432 --
 ./app``. :func:`quick_params` reads those without click, and only those: targets, ``-q``,
-``-t``/``--timeout``, ``--`` and no ``WAITFOR_*`` variable it reads. Anything else (any other option, --help,
-a bad value, the environment) goes to click, which reads it whole; for the words quick_params
-takes, click's parameters are the same (tests/test_cli.py compares the two).
+``-t``/``--timeout``, ``--`` and no ``WAITFOR_*`` variable it reads. Anything else (any other
+option, --help, a bad value, the environment) goes to click, which reads it whole; for the words
+quick_params takes, click's parameters are the same (tests/test_cli.py compares the two).
 """
 
 from __future__ import annotations
