@@ -634,3 +634,42 @@ def test_the_known_variables_are_those_click_reads() -> None:
 
 def test_an_unknown_variable_leaves_the_words_to_the_quick_reading() -> None:
     assert cli.quick_params(["tcp://a:1"], {"WAITFOR_TIMOUT": "1s"}) is not None
+
+
+def test_the_client_certificate_options_take_a_file() -> None:
+    """--help calls them what README does: FILE, as --cacert."""
+    result = waitfor("--help")
+    assert result.returncode == 0
+    assert "--cert FILE" in result.stdout
+    assert "--key FILE" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "unknown", "known"),
+    [
+        ("http://api#bogus=1", "'bogus'", ["client-key", "expect-header", "key-password"]),
+        ("http://api#expect_headr=X", "'expect-headr'", ["expect-header"]),
+        ("mysql://db#min_tabel=x", "'min-tabel'", ["table"]),
+    ],
+)
+def test_an_unknown_option_lists_the_options_as_documented(
+    target: str, unknown: str, known: list[str]
+) -> None:
+    result = waitfor(target)
+    assert result.returncode == 2
+    assert f"unknown option {unknown} (known: " in result.stderr, result.stderr
+    listed = result.stderr.partition("(known: ")[2]
+    for name in known:
+        assert name in listed
+    assert "_" not in listed, listed
+
+
+@pytest.mark.parametrize("variable", ["WAITFOR_INVERT", "WAITFOR_ANY", "WAITFOR_INSECURE"])
+def test_a_bad_flag_variable_lists_the_accepted_values_cleanly(variable: str) -> None:
+    result = waitfor("tcp://127.0.0.1:1", env={variable: "bogus"})
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line == (
+        f"waitfor: error: Invalid value for {variable}: 'bogus' is not true or false"
+        " (yes/no, on/off, 1/0, t/f, y/n)"
+    )
