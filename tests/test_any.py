@@ -122,7 +122,8 @@ def test_the_targets_cancelled_after_the_first_ready_one_say_so() -> None:
     assert "still not ready" not in result.stderr
     summary = result.stderr.splitlines()[-3:]
     assert summary[2].startswith(f"waitfor: {base} ready after"), summary
-    for line, target in zip(summary, [f"tcp://127.0.0.1:{dead}", f"redis://127.0.0.1:{silent}"]):
+    cancelled = [f"tcp://127.0.0.1:{dead}", f"redis://127.0.0.1:{silent}"]
+    for line, target in zip(summary[:2], cancelled, strict=True):
         assert line.startswith(f"waitfor: {target} cancelled after "), summary
         assert "another target was ready first" in line, summary
 
