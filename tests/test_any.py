@@ -108,7 +108,24 @@ def test_text_summary_names_the_one_that_was_ready() -> None:
         )
     assert result.returncode == 0, result.stderr
     assert f"{base}/ ready after" in result.stderr
-    assert f"tcp://127.0.0.1:{dead} still not ready" in result.stderr
+    assert f"tcp://127.0.0.1:{dead} cancelled after" in result.stderr
+
+
+def test_the_targets_cancelled_after_the_first_ready_one_say_so() -> None:
+    """Not "still not ready after 0.00s": they were not given up on by the deadline."""
+    dead = free_port()
+    with silent_peer() as (silent, _), http_server() as (base, _):
+        result = waitfor(
+            "--any", "-o", "text", f"tcp://127.0.0.1:{dead}", f"redis://127.0.0.1:{silent}", base
+        )
+    assert result.returncode == 0, result.stderr
+    assert "still not ready" not in result.stderr
+    summary = result.stderr.splitlines()[-3:]
+    assert summary[2].startswith(f"waitfor: {base} ready after"), summary
+    cancelled = [f"tcp://127.0.0.1:{dead}", f"redis://127.0.0.1:{silent}"]
+    for line, target in zip(summary[:2], cancelled, strict=True):
+        assert line.startswith(f"waitfor: {target} cancelled after "), summary
+        assert "another target was ready first" in line, summary
 
 
 def test_library_any_ready_returns_every_result_and_closes_connections() -> None:

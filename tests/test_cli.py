@@ -560,3 +560,116 @@ def test_an_aborted_wait_is_one_line_whichever_read_the_words(
     monkeypatch.setattr(api, "Wait", lambda *targets, **kwargs: Raising(error))
     assert run_cli(words, monkeypatch) == 130
     assert capsys.readouterr().err == "waitfor: error: interrupted by SIGINT\n"
+
+
+#: the quick reading's words, and click's
+READINGS = [[], ["-o", "text"]]
+
+
+@pytest.mark.parametrize("reading", READINGS, ids=["quick", "click"])
+@pytest.mark.parametrize(
+    ("variable", "known"),
+    [
+        ("WAITFOR_TIMOUT", "WAITFOR_TIMEOUT"),
+        ("WAITFOR_TARGET", "WAITFOR_TARGETS"),
+        ("WAITFOR_KEYPASSWORD", "WAITFOR_KEY_PASSWORD"),
+        ("WAITFOR_VERSION", None),  # click's --version read it: exit 0 without waiting
+        ("WAITFOR_XYZZY", None),
+    ],
+)
+def test_an_unknown_variable_is_named_in_one_warning_and_ignored(
+    reading: list[str], variable: str, known: str | None
+) -> None:
+    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
+    port = free_port()
+    with tcp_listener(port):
+        result = subprocess.run(
+            [sys.executable, "-m", "waitfor", *reading, f"tcp://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**env, variable: "tcp://u:hunter2@db:1"},  # the value may be a secret
+        )
+    assert result.returncode == 0, result.stderr
+    hint = f" (did you mean {known}?)" if known else ""
+    lines = result.stderr.splitlines()
+    assert f"waitfor: unknown variable {variable} ignored{hint}" in lines, result.stderr
+    assert len([line for line in lines if variable in line]) == 1
+    assert "hunter2" not in result.stderr
+    assert "ready after" in result.stderr  # it waited
+
+
+def test_an_unknown_variable_warns_in_json_with_json_output() -> None:
+    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
+    port = free_port()
+    with tcp_listener(port):
+        result = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-o", "json", f"tcp://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**env, "WAITFOR_TIMOUT": "1s"},
+        )
+    assert result.returncode == 0, result.stderr
+    notes = [r for r in json_lines(result.stderr) if r["event"] == "note"]
+    assert [n["message"] for n in notes] == [
+        "unknown variable WAITFOR_TIMOUT ignored (did you mean WAITFOR_TIMEOUT?)"
+    ]
+
+
+def test_the_known_variables_are_those_click_reads() -> None:
+    import click
+
+    from waitfor import clickcli
+
+    read = set()
+    for param in clickcli.cli.params:
+        if isinstance(param, click.Option) and not param.allow_from_autoenv:
+            assert param.envvar is None, param.name
+            continue
+        assert param.name is not None
+        read.add(param.envvar or f"WAITFOR_{param.name.upper()}")
+    assert read == cli.VARIABLES
+
+
+def test_an_unknown_variable_leaves_the_words_to_the_quick_reading() -> None:
+    assert cli.quick_params(["tcp://a:1"], {"WAITFOR_TIMOUT": "1s"}) is not None
+
+
+def test_the_client_certificate_options_take_a_file() -> None:
+    """--help calls them what README does: FILE, as --cacert."""
+    result = waitfor("--help")
+    assert result.returncode == 0
+    assert "--cert FILE" in result.stdout
+    assert "--key FILE" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "unknown", "known"),
+    [
+        ("http://api#bogus=1", "'bogus'", ["client-key", "expect-header", "key-password"]),
+        ("http://api#expect_headr=X", "'expect-headr'", ["expect-header"]),
+        ("mysql://db#min_tabel=x", "'min-tabel'", ["table"]),
+    ],
+)
+def test_an_unknown_option_lists_the_options_as_documented(
+    target: str, unknown: str, known: list[str]
+) -> None:
+    result = waitfor(target)
+    assert result.returncode == 2
+    assert f"unknown option {unknown} (known: " in result.stderr, result.stderr
+    listed = result.stderr.partition("(known: ")[2]
+    for name in known:
+        assert name in listed
+    assert "_" not in listed, listed
+
+
+@pytest.mark.parametrize("variable", ["WAITFOR_INVERT", "WAITFOR_ANY", "WAITFOR_INSECURE"])
+def test_a_bad_flag_variable_lists_the_accepted_values_cleanly(variable: str) -> None:
+    result = waitfor("tcp://127.0.0.1:1", env={variable: "bogus"})
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line == (
+        f"waitfor: error: Invalid value for {variable}: 'bogus' is not true or false"
+        " (yes/no, on/off, 1/0, t/f, y/n)"
+    )

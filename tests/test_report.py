@@ -239,3 +239,16 @@ def test_tee_passes_everything_on() -> None:
     tee.note("once")
     assert first.stream.getvalue().endswith("waitfor: once\n")  # type: ignore[attr-defined]
     assert "once" not in second.stream.getvalue()  # type: ignore[attr-defined]
+
+
+def test_one_attempt_is_one_attempt_in_every_view() -> None:
+    live = LiveReporter(io.StringIO())
+    live.begin([DB], 60)
+    live(event(EventType.TIMED_OUT, 0.1, "connection refused", n=1))  # drawn at once
+    live(event(EventType.TIMED_OUT, 0.7, "connection refused", n=2))
+    live.finish([TargetResult(DB, False, 1, 1.0, "connection refused")])
+    assert isinstance(live.stream, io.StringIO)
+    shown = live.stream.getvalue()
+    assert "(1 attempt, 0.1s)" in shown
+    assert "(2 attempts, 0.7s)" in shown
+    assert "(1 attempts" not in shown

@@ -1,3 +1,35 @@
-from waitfor.entry import run
+"""The command's first code: ``python -m waitfor``, and the console script (``__main__:run``).
 
-run()
+Before anything else, even the rest of waitfor's own start-up: SIGINT and SIGTERM end the
+process at once, in waitfor's one line, with 130/143. Nothing has started yet that would need
+cleaning up, and an exit leaves nothing for Python to swallow or print (its default SIGINT
+handler raises KeyboardInterrupt: a traceback). :func:`waitfor.entry.install` then puts the
+handlers the command works with in their place. Only ``_signal`` and ``os`` are used here, both
+loaded by the interpreter's own start-up: no import time precedes the handlers.
+
+What comes earlier is the interpreter's: its start-up (site, runpy, the console script's
+imports) and ``waitfor/__init__``, which imports nothing. A signal there meets Python's own
+handling (tests/reliability/test_early_signals.py says which outcomes that allows).
+"""
+
+import _signal  # type: ignore[import-not-found]  # signal's C half, no stub; signal imports enum
+import os
+
+#: the one line for an interrupt (as Signalled.describe says it): no enum to import for the names
+_NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM"}
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    os.write(2, f"waitfor: error: interrupted by {_NAMES[signum]}\n".encode())
+    os._exit(128 + signum)
+
+
+for _signum in _NAMES:
+    # an interrupt waitfor inherited ignored (a background job's SIGINT) stays ignored
+    if _signal.getsignal(_signum) != _signal.SIG_IGN:
+        _signal.signal(_signum, _interrupted)
+
+from waitfor.entry import run  # noqa: E402  # after the handlers: that is the point
+
+if __name__ == "__main__":
+    run()

@@ -6,9 +6,9 @@ targets are ready; it replaces waitfor's process, so it gets signals and exit co
 The command line is click's (:mod:`waitfor.clickcli`), but importing click is about half of a
 ready wait's start-up, and most command lines are only targets: ``waitfor tcp://db:5432 --
 ./app``. :func:`quick_params` reads those without click, and only those: targets, ``-q``,
-``-t``/``--timeout``, ``--`` and no ``WAITFOR_*`` variable. Anything else (any other option, --help,
-a bad value, the environment) goes to click, which reads it whole; for the words quick_params
-takes, click's parameters are the same (tests/test_cli.py compares the two).
+``-t``/``--timeout``, ``--`` and no ``WAITFOR_*`` variable it reads. Anything else (any other
+option, --help, a bad value, the environment) goes to click, which reads it whole; for the words
+quick_params takes, click's parameters are the same (tests/test_cli.py compares the two).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from waitfor.entry import (
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
-from waitfor.report import Tee, error_line, make_reporter
+from waitfor.report import Tee, error_line, json_line, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
 MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
@@ -61,6 +61,11 @@ DEFAULTS: dict[str, Any] = {
     "termination_log": None,
     "events": False,
 }
+#: the variables waitfor reads: WAITFOR_TARGETS and one per option (click's auto_envvar_prefix)
+VARIABLES = frozenset(
+    {"WAITFOR_TARGETS", "WAITFOR_ANY"}
+    | {f"WAITFOR_{name.upper()}" for name in DEFAULTS if name != "any_ready"}
+)
 DURATIONS = ("timeout", "attempt_timeout", "max_interval", "stable")
 #: the words quick_params reads: flags, and options followed by their value
 QUICK_FLAGS = {"-q": "quiet", "--quiet": "quiet"}
@@ -80,10 +85,10 @@ def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, A
 
     Only targets (words not starting with '-'), -q/--quiet and -t/--timeout DURATION (or
     --timeout=DURATION; each at most once), before ``--``, with no WAITFOR_* variable (click
-    reads them all) and no shell completion asked for. Whatever else click would have to
-    decide, it decides.
+    reads them all; unknown ones are ignored by both) and no shell completion asked for.
+    Whatever else click would have to decide, it decides.
     """
-    if any(name.startswith(("WAITFOR_", "_WAITFOR_")) for name in environ):
+    if any(name in VARIABLES or name.startswith("_WAITFOR_") for name in environ):
         return None
     words, command = split_command(args)
     if command and not command[0]:
@@ -261,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         harden_stdio()
         ERRORS["json"] = _json_output(args)
+        for warning in unknown_variables(os.environ):  # whichever reads the words
+            sys.stderr.write(_note_line(warning, as_json=ERRORS["json"]))
         params = quick_params(args, os.environ)
         if params is None:
             from waitfor import clickcli
@@ -330,6 +337,29 @@ def die(message: str, code: int) -> NoReturn:
 
 #: errors are JSON lines when the output asked for is json (known before click has parsed it)
 ERRORS = {"json": False}
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """A warning for each ``WAITFOR_*`` variable waitfor does not read: a misspelt one would
+    silently leave its default (``WAITFOR_TIMOUT=1s`` waits 60 s). Only names are said, never
+    values (``WAITFOR_TARGETS`` may hold a password). A warning, not an error: other tools may
+    set ``WAITFOR_``-prefixed variables of their own."""
+    unknown = sorted(n for n in environ if n.startswith("WAITFOR_") and n not in VARIABLES)
+    if not unknown:
+        return []
+    import difflib  # only when there is something to suggest
+
+    warnings = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, sorted(VARIABLES), n=1, cutoff=0.8)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        warnings.append(f"unknown variable {name} ignored{hint}")
+    return warnings
+
+
+def _note_line(text: str, *, as_json: bool) -> str:
+    """A line said before any reporter exists: a ``note`` event with -o json, as reporters write."""
+    return json_line({"event": "note", "message": text}) if as_json else f"waitfor: {text}\n"
 
 
 def _json_output(args: Sequence[str]) -> bool:

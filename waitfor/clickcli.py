@@ -59,6 +59,16 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in cl
             self.fail(str(exc), param, ctx)
 
 
+class Flag(click.types.BoolParamType):
+    """A flag's value from its variable (WAITFOR_INVERT=yes): click's words for true and false,
+    listed as pairs; its own message put the empty value (false) first, as ``, 0, 1, f, ...``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if self.str_to_bool(value) is None:
+            self.fail(f"{value!r} is not true or false (yes/no, on/off, 1/0, t/f, y/n)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.3
     """Targets; from WAITFOR_TARGETS split at whitespace, where quotes keep words together."""
 
@@ -197,7 +207,9 @@ class WaitforCommand(click.Command):
     show_default=True,
     help="Cap of the jittered exponential backoff between attempts (from 50ms; at least 10ms).",
 )
-@click.option("--invert", is_flag=True, help="Wait until the targets are down instead.")
+@click.option(
+    "--invert", is_flag=True, type=Flag(), help="Wait until the targets are down instead."
+)
 @click.option(
     "--stable",
     type=Duration(),
@@ -208,6 +220,7 @@ class WaitforCommand(click.Command):
     "--any",
     "any_ready",
     is_flag=True,
+    type=Flag(),
     envvar="WAITFOR_ANY",
     help="Done as soon as any one target is ready; the others are cancelled.",
 )
@@ -222,10 +235,11 @@ class WaitforCommand(click.Command):
         " (one JSON object per line), quiet (only why the wait failed)."
     ),
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print only why the wait failed.")
+@click.option("-q", "--quiet", is_flag=True, type=Flag(), help="Print only why the wait failed.")
 @click.option(
     "--insecure",
     is_flag=True,
+    type=Flag(),
     help="TLS targets (https, grpcs, rediss, amqps, ...): skip TLS verification.",
 )
 @click.option(
@@ -235,9 +249,14 @@ class WaitforCommand(click.Command):
 )
 @click.option(
     "--cert",
+    type=click.Path(dir_okay=False),  # FILE in --help; a missing one is the target's error
     help="TLS targets: client certificate (PEM) for servers that require one (mutual TLS).",
 )
-@click.option("--key", help="TLS targets: the client certificate's private key (PEM).")
+@click.option(
+    "--key",
+    type=click.Path(dir_okay=False),
+    help="TLS targets: the client certificate's private key (PEM).",
+)
 @click.option(
     "--key-password",
     help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
@@ -258,12 +277,16 @@ class WaitforCommand(click.Command):
 @click.option(
     "--events",
     is_flag=True,
+    type=Flag(),
     help=(
         "In a pod: post Kubernetes Events on it (Waiting, NotReady, Ready, TimedOut); needs"
         " create, patch on events."
     ),
 )
-@click.version_option(package_name="waitfor", message="%(prog)s %(version)s")
+# not from WAITFOR_VERSION: a variable some tool sets would end the wait at once, exit 0
+@click.version_option(
+    package_name="waitfor", message="%(prog)s %(version)s", allow_from_autoenv=False
+)
 @click.pass_context
 def cli(
     ctx: click.Context,

@@ -38,6 +38,7 @@ class TargetResult(Value):
     attempts: int
     elapsed: float  # when it became ready, or how long it was awaited
     reason: str  # the last reason seen
+    cancelled: bool = False  # --any: still waiting when another target was ready first
 
 
 EventHandler = Callable[[Event], None]

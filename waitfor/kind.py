@@ -249,18 +249,24 @@ class Check(ABC, Generic[OptionsT]):
         """Release anything held between probes."""
 
 
+def spelt(key: str) -> str:
+    """An option's name as documented and written (``expect-header``): targets are read with
+    '-' as '_' (``expect_header``), the name every check sees."""
+    return key.replace("_", "-")
+
+
 def reject_unknown(pairs: OptionPairs, allowed: frozenset[str]) -> None:
     for key, _ in pairs:
         if key not in allowed:
-            known = ", ".join(sorted(allowed)) or "none"
-            raise ValueError(f"unknown option {key!r} (known: {known})")
+            known = ", ".join(sorted(spelt(name) for name in allowed)) or "none"
+            raise ValueError(f"unknown option {spelt(key)!r} (known: {known})")
 
 
 def single(pairs: OptionPairs, key: str) -> str | None:
     """The value of an option that may be given at most once (the last one wins is a trap)."""
     values = [v for k, v in pairs if k == key]
     if len(values) > 1:
-        raise ValueError(f"option {key!r} given more than once")
+        raise ValueError(f"option {spelt(key)!r} given more than once")
     return values[0] if values else None
 
 
@@ -268,7 +274,7 @@ def choice(pairs: OptionPairs, key: str, allowed: Sequence[str], default: str) -
     """An option that names one of ``allowed`` (any case), ``default`` when absent."""
     value = (single(pairs, key) or default).lower()
     if value not in allowed:
-        raise ValueError(f"{key} must be {' or '.join(allowed)}, not {value!r}")
+        raise ValueError(f"{spelt(key)} must be {' or '.join(allowed)}, not {value!r}")
     return value
 
 
@@ -280,7 +286,7 @@ def flag(pairs: OptionPairs, key: str) -> bool:
         return True
     if value.lower() in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"option {key!r} takes true or false, not {value!r}")
+    raise ValueError(f"option {spelt(key)!r} takes true or false, not {value!r}")
 
 
 def standard_address(

@@ -57,11 +57,20 @@ class Reporter:
         self.stream.flush()
 
     def _final_line(
-        self, target: Target, ready: bool, elapsed: float, attempts: int, reason: str
+        self,
+        target: Target,
+        ready: bool,
+        elapsed: float,
+        attempts: int,
+        reason: str,
+        cancelled: bool = False,
     ) -> str:
-        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        tries = _attempts(attempts)
         if ready:
             return f"{target} {self._state(True)} after {elapsed:.2f}s ({tries})"
+        if cancelled:  # --any: not given up on, no longer needed
+            cancelled_after = f"cancelled after {elapsed:.2f}s ({tries})"
+            return f"{target} {cancelled_after}, another target was ready first: {reason}"
         state = "not down" if self.invert else "still not ready"
         return f"{target} {state} after {elapsed:.2f}s ({tries}): {reason}"
 
@@ -103,7 +112,8 @@ class TextReporter(Reporter):
                 self._line(f"{target} not {self._state(True)}: {event.reason}")
             elif event.elapsed - said[1] >= STILL_WAITING_EVERY:
                 self._line(
-                    f"still waiting for {target} ({event.attempt} attempts, {event.elapsed:.0f}s), "
+                    f"still waiting for {target} ({_attempts(event.attempt)}, "
+                    f"{event.elapsed:.0f}s), "
                     f"last error: {event.reason}"
                 )
             else:
@@ -114,7 +124,9 @@ class TextReporter(Reporter):
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
-            self._line(self._final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason))
+            self._line(
+                self._final_line(r.target, r.ready, r.elapsed, r.attempts, r.reason, r.cancelled)
+            )
 
 
 class LiveReporter(TextReporter):
@@ -140,7 +152,7 @@ class LiveReporter(TextReporter):
             row = f"+ {t}: {self._state(True)} after {event.elapsed:.2f}s: {event.reason}"
         elif event.type in (EventType.NOT_READY, EventType.TIMED_OUT, EventType.FAILED):
             spin = self.SPINNER[event.attempt % len(self.SPINNER)]
-            row = f"{spin} {t}: {event.reason} ({event.attempt} attempts, {event.elapsed:.1f}s)"
+            row = f"{spin} {t}: {event.reason} ({_attempts(event.attempt)}, {event.elapsed:.1f}s)"
         else:
             return
         self._rows[t] = row
@@ -247,6 +259,10 @@ class Tee(Reporter):
 
     def note(self, text: str) -> None:
         self.reporters[0].note(text)
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt{'s' if count != 1 else ''}"
 
 
 def json_line(record: dict[str, object]) -> str:

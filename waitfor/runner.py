@@ -225,6 +225,8 @@ def _in_flight_reason(state: _State, now: float) -> str:
 
 
 def _results(states: Sequence[_State], now: float) -> list[TargetResult]:
+    # one ready means the rest were cancelled (--any; without it, all are ready or none is)
+    won = any(s.ready_at is not None for s in states)
     return [
         TargetResult(
             target=s.target,
@@ -232,6 +234,7 @@ def _results(states: Sequence[_State], now: float) -> list[TargetResult]:
             attempts=s.attempts,
             elapsed=s.ready_at if s.ready_at is not None else now,
             reason=s.reason,
+            cancelled=won and s.ready_at is None,
         )
         for s in states
     ]

@@ -122,7 +122,7 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
                     "written %23)"
                 )
             if _CONTROL.search(value):
-                raise ValueError(f"option {key!r} contains control characters")
+                raise ValueError(f"option {key.replace('_', '-')!r} contains control characters")
         parsed = cls.parse_address(scheme, address)
         if _CONTROL.search(parsed.display):  # %0A decoded: its lines would be forgeries
             raise ValueError("contains control characters once percent-decoded")

@@ -111,6 +111,8 @@ def test_acl_user(running: RedisServer) -> None:
     url = f"redis://app:app-pass@127.0.0.1:{port}"
     assert assert_parity(url, port, "--user", "app", "-a", "app-pass").ready
     assert probe(f"{url}#mode=query").reason == "logged in, PONG"
+    # no credentials, no login to claim (the default user's PING)
+    assert probe(f"redis://127.0.0.1:{port}#mode=query").reason == "PONG"
     refused = probe(f"redis://app:nope-pass@127.0.0.1:{port}#mode=query")
     assert refused.reason.startswith("authentication failed: WRONGPASS")
 
@@ -172,7 +174,8 @@ def test_masterdown_replica_then_role_master(redis: MakeServer) -> None:
     assert info.value.results[0].reason == "not a primary (role:slave); waiting for role:master"
     threading.Timer(0.5, lambda: replica.cli("REPLICAOF", "NO", "ONE")).start()
     [result] = wait_for(f"{url}#role=master", timeout=20)
-    assert result.reason == "logged in, PONG, role master"  # names the role it checked
+    # names the role it checked, and claims no login: this URL has no password
+    assert result.reason == "PONG, role master"
     replica.cli("SET", "k", "1")
     assert probe(f"{url}#role=master&key=k").reason == "role master, key 'k' exists"
 

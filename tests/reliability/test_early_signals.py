@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import waitfor
 from tests.reliability.pidns import as_pid1, pid1_of
 from tests.servers import free_port
 
@@ -92,6 +93,65 @@ def test_a_signal_at_any_early_moment_ends_the_wait_in_one_line(
         assert stderr.endswith(f"waitfor: error: interrupted by {sig.name}\n"), (delay, stderr)
         assert "Traceback" not in stderr, (delay, stderr)
         assert "Warning" not in stderr, (delay, stderr)
+
+
+#: ms after spawn: the interpreter's start-up, waitfor's first code, the handlers, and on;
+#: None: once the handlers are in place (however long the start-up takes on a loaded machine)
+SPAWN_DELAYS_MS: list[int | None] = [*range(0, 101, 2), 150, 200, 300, None]
+PACKAGE = Path(waitfor.__file__).parent
+
+
+def commands() -> list[list[str]]:
+    """``python -m waitfor`` and the console script, as installed in this environment."""
+    script = Path(sys.executable).parent / "waitfor"
+    return [[sys.executable, "-m", "waitfor"], *([[str(script)]] if script.exists() else [])]
+
+
+def ran_our_code(stderr: str) -> bool:
+    """Whether a traceback passes through waitfor's own files (not the interpreter's site,
+    runpy or the console script's first line)."""
+    return f'File "{PACKAGE}{os.sep}' in stderr
+
+
+@pytest.mark.parametrize("command", commands(), ids=["python -m waitfor", "console script"])
+def test_a_sigint_from_the_first_moment_never_shows_a_traceback(command: list[str]) -> None:
+    """A Ctrl-C at any moment after spawn. Before Python runs any of waitfor's code (its own
+    start-up: site, runpy, the console script's imports) the interpreter decides: death by the
+    signal, its own traceback, or (a KeyboardInterrupt raised in an import lock's callback,
+    "Exception ignored") nothing at all. From waitfor's first code on: 130 and one line, never
+    a traceback through waitfor's files (``waitfor/__init__`` importing typing was ~20 ms of
+    it). Where the handler was in place before the signal was sent (SigCgt), it must be 130."""
+    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
+    outcomes = []
+    for delay in SPAWN_DELAYS_MS:
+        proc = subprocess.Popen(
+            [*command, "-t", "5", f"tcp://127.0.0.1:{free_port()}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            if delay is None:
+                wait_for_handler(proc.pid, signal.SIGTERM)
+            else:
+                time.sleep(delay / 1000)
+            handled = catches(proc.pid, signal.SIGTERM)  # waitfor's first code installs both
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+            proc.wait()
+        outcomes.append((delay, handled, proc.returncode, stderr))
+    for delay, handled, code, stderr in outcomes:
+        if code == 130 or handled:
+            assert code == 130, (delay, code, stderr)
+            assert stderr.endswith("waitfor: error: interrupted by SIGINT\n"), (delay, stderr)
+            assert "Traceback" not in stderr, (delay, stderr)
+        else:  # the interpreter's own start-up
+            assert code != 0, (delay, stderr)
+            assert not ran_our_code(stderr), (delay, code, stderr)
+    assert any(handled for _, handled, _, _ in outcomes)
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,9 @@ def converse(
         if exists != 1:
             return Outcome.down(f"key {key!r} does not exist yet")
         return Outcome.up(", ".join([*checked, f"key {key!r} exists"]))
-    return Outcome.up(", ".join(["logged in, PONG", *checked]))
+    # "logged in" only when AUTH was sent: without a password it is the default user's PING
+    said = "logged in, PONG" if params["password"] else "PONG"
+    return Outcome.up(", ".join([said, *checked]))
 
 
 # --- just enough RESP2 for a handful of commands, with every length bounded --------------------
