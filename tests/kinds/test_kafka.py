@@ -394,7 +394,7 @@ def test_a_topic_listed_twice_is_judged_by_every_listing() -> None:
         outcome = metadata_probe("#topic=t", metadata_listing([1], topics))
         assert not outcome.ready
         assert outcome.reason == "topic 't' partition 0: no leader"
-    missing = ("t", 3, [])
+    missing: tuple[str, int, list[tuple[int, int]]] = ("t", 3, [])
     outcome = metadata_probe("#topic=t", metadata_listing([1], [led, missing]))
     assert outcome.reason == "topic 't' does not exist"
     twice = ("t", 0, [(0, 1), (1, 1), (0, 1)])
