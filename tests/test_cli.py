@@ -537,8 +537,8 @@ def test_a_ready_run_imports_click_only_for_other_options(
 
 
 class Raising(Passed):
-    """A wait that ends in what click calls an Abort (a plugin's input(), a KeyboardInterrupt
-    someone raised)."""
+    """A wait that ends in what click calls an Abort (a KeyboardInterrupt someone raised; an
+    EOFError, which click takes for the terminal's end of input)."""
 
     def __init__(self, error: type[BaseException]) -> None:
         super().__init__()
@@ -548,18 +548,30 @@ class Raising(Passed):
         raise self.error()
 
 
-@pytest.mark.parametrize("error", [KeyboardInterrupt, EOFError])
 @pytest.mark.parametrize("words", [["tcp://a:1"], ["-o", "text", "tcp://a:1"]], ids=" ".join)
 def test_an_aborted_wait_is_one_line_whichever_read_the_words(
-    error: type[BaseException],
     words: list[str],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # click echoed an empty line before its Abort; the quick reading did not
-    monkeypatch.setattr(api, "Wait", lambda *targets, **kwargs: Raising(error))
+    monkeypatch.setattr(api, "Wait", lambda *targets, **kwargs: Raising(KeyboardInterrupt))
     assert run_cli(words, monkeypatch) == 130
     assert capsys.readouterr().err == "waitfor: error: interrupted by SIGINT\n"
+
+
+@pytest.mark.parametrize("words", [["tcp://a:1"], ["-o", "text", "tcp://a:1"]], ids=" ".join)
+def test_an_eof_error_is_not_an_interrupt_whichever_read_the_words(
+    words: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """waitfor reads no terminal: an EOFError out of the wait is a library's end of stream that
+    a check let through (dnspython's, from a closed TCP connection, was "interrupted by
+    SIGINT", exit 130), a bug that propagates as bugs do, never an interrupt."""
+    monkeypatch.setattr(api, "Wait", lambda *targets, **kwargs: Raising(EOFError))
+    for name in [n for n in os.environ if n.startswith("WAITFOR_")]:
+        monkeypatch.delenv(name)
+    with pytest.raises(RuntimeError, match="EOFError escaped a check"):
+        cli.main(words)
 
 
 #: the quick reading's words, and click's

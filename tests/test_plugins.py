@@ -46,6 +46,7 @@ slow = "waitfor_broken_slow:Slow"
 parsebug = "waitfor_broken:ParseBug"
 probebug = "waitfor_broken:ProbeBug"
 refused = "waitfor_broken:Refused"
+streamended = "waitfor_broken:StreamEnded"
 flagfile = "waitfor_flagfile:FlagFileCheck"
 
 [tool.setuptools]
@@ -87,6 +88,13 @@ class ProbeBug(Check):
 class Refused(Check):
     async def probe(self, budget):
         raise ConnectionRefusedError(111, "Connection refused")
+
+
+class StreamEnded(Check):
+    async def probe(self, budget):
+        import asyncio
+
+        raise asyncio.IncompleteReadError(b"", 4)  # an EOFError: readexactly() on a closed stream
 """
 
 #: a plugin whose import takes 5 s (a heavy SDK, a slow network mount)
@@ -349,6 +357,15 @@ def test_a_plugin_that_lets_an_os_error_escape_is_not_ready(venv: Path) -> None:
     assert result.returncode == 124, result.stderr
     assert "not ready after" in result.stderr
     assert "connection refused" in result.stderr
+
+
+def test_a_plugin_that_lets_an_eof_error_escape_is_not_ready(venv: Path) -> None:
+    """asyncio's IncompleteReadError is an EOFError: a server that closed the connection, as an
+    OSError is, not a bug of the plugin's and never the terminal's end of input."""
+    result = run(venv, "-m", "waitfor", "-t", "0.5", "streamended://db")
+    assert result.returncode == 124, result.stderr
+    assert "not ready after" in result.stderr
+    assert "the server closed the connection" in result.stderr
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])

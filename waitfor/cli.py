@@ -183,8 +183,11 @@ def wait(
     )
     try:
         wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import
-    except (EOFError, KeyboardInterrupt):  # raised here, not click's Abort (and its empty line)
+    except KeyboardInterrupt:  # raised here, not click's Abort (and its empty line)
         raise Interrupted(signal.SIGINT) from None
+    except EOFError as exc:  # nothing reads the terminal: a library's end of stream, a bug
+        # (click, around this call, would make it an Abort: "interrupted by SIGINT")
+        raise RuntimeError("EOFError escaped a check") from exc
     raise_pending()  # a signal Python swallowed on the way: interrupted, not ready
     if command:
         exec_command(command)
@@ -276,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         else:
             termination.current = termination.TerminationLog(params.pop("termination_log"))
             wait(**params)
-    except (EOFError, KeyboardInterrupt):  # as click's Abort: only the quick reading meets them
+    except KeyboardInterrupt:  # as click's Abort: only the quick reading meets it
         ignore_interrupts()
         die(str(Interrupted(signal.SIGINT)), Interrupted(signal.SIGINT).exit_code)
     except WaitTimeout as exc:

@@ -25,6 +25,9 @@ _INDEX = re.compile(r'\[(?:(-?\d+)|"([^"]*)")\]')
 _NAME = re.compile(r"[^.\[\]]+")
 #: nesting beyond this is refused rather than risk the parser's recursion limit
 MAX_DEPTH = 200
+#: a number beyond a double's range is refused, as Go's decoder (kubectl's) refuses it:
+#: Python would read 1e400 as infinity
+_LARGEST = 1.7976931348623157e308
 
 
 #: the comparison operators, two-character ones first (``>=`` before ``>``)
@@ -129,8 +132,9 @@ def parse_values(text: str) -> tuple[object, ...]:
         values: tuple[object, ...] = (json.loads(text),)
     except ValueError:
         values = tuple(_value(alternative) for alternative in text.split("|"))
-    if any(_has_nan(value) for value in values):
-        raise ValueError("json value NaN never equals anything, so it can never hold")
+    written = [text] if len(values) == 1 else text.split("|")
+    for value, shown in zip(values, written, strict=True):
+        _refuse_non_finite(value, shown)
     return values
 
 
@@ -141,24 +145,53 @@ def _value(text: str) -> object:
         return text
 
 
-def _has_nan(value: object) -> bool:
-    if isinstance(value, float):
-        return value != value
-    if isinstance(value, list):
-        return any(_has_nan(item) for item in value)
-    if isinstance(value, dict):
-        return any(_has_nan(item) for item in value.values())
-    return False
+def _refuse_non_finite(value: object, written: str) -> None:
+    """A VALUE Python reads but no accepted body can hold (:func:`load` refuses them)."""
+    if isinstance(value, float) and value != value:
+        raise ValueError("json value NaN never equals anything, so it can never hold")
+    if isinstance(value, float) and value in (math.inf, -math.inf):
+        shown = written if len(written) <= 40 else written[:39] + "…"
+        if "inf" in written.lower():
+            raise ValueError(f"json value {shown} is not JSON, so no body holds it")
+        raise ValueError(f"json value {shown} is out of range, so no body holds it")
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        _refuse_non_finite(item, written)
+
+
+class _NotJson(ValueError):
+    """What Python's json module reads but RFC 8259 (or a double) does not hold."""
+
+
+def _constant(name: str) -> object:
+    raise _NotJson(f"{name} is not JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _NotJson(f"number out of range ({text if len(text) <= 20 else text[:19] + '…'})")
+    return value
+
+
+def _int(text: str) -> int:
+    value = int(text)  # past 4300 digits: Python's own refusal ("Exceeds the limit")
+    if not -_LARGEST <= value <= _LARGEST:
+        raise _NotJson(f"number out of range ({text[:19]}…)")
+    return value
 
 
 def load(body: str) -> object:
-    """The body as JSON; ValueError with a short reason if it is not JSON."""
+    """The body as JSON (RFC 8259: no NaN or Infinity, and no number beyond a double's range,
+    which Python would read as infinity); ValueError with a short reason if it is not JSON."""
     if _too_deep(body):
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except _NotJson as exc:
+        raise ValueError(str(exc)) from None
     except (ValueError, RecursionError) as exc:  # e.g. an integer of 5000 digits
         raise ValueError(str(exc).split(":")[0] or type(exc).__name__) from None
 

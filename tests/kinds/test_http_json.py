@@ -91,11 +91,30 @@ def test_every_expectation_must_hold() -> None:
             b"9" * 5000,
             "HTTP 200 but the body is not JSON: Exceeds the limit",
         ),
+        # RFC 8259 has no NaN or Infinity; Python's json module reads them (and 1e400 as inf)
+        (b"NaN", "HTTP 200 but the body is not JSON: NaN is not JSON"),
+        (b'{"status": Infinity}', "HTTP 200 but the body is not JSON: Infinity is not JSON"),
+        (b"[-Infinity]", "HTTP 200 but the body is not JSON: -Infinity is not JSON"),
+        (b'{"status": 1e400}', "HTTP 200 but the body is not JSON: number out of range (1e400)"),
+        (b"-1E+999", "HTTP 200 but the body is not JSON: number out of range (-1E+999)"),
+        (b"1" + b"0" * 309, "HTTP 200 but the body is not JSON: number out of range (1000"),
     ],
 )
 def test_a_body_that_is_not_json_is_not_ready(payload: bytes, expected: str) -> None:
     with http_server(Script(body=payload)) as (url, _):
         assert reason(f"{url}#json=status").startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("number", "expectation"),
+    [("1e-400", "n>=0"), ("1.7976931348623157e308", "n>1e308"), ("-0", "n<=0"), ("1" * 300, "n>0")],
+)
+def test_numbers_a_double_holds_are_json(number: str, expectation: str) -> None:
+    """The range rule refuses only what would read as infinity (1e-400 reads as 0, as Go's
+    decoder reads it)."""
+    with http_server(Script(body=b'{"n": %s}' % number.encode())) as (url, _):
+        [result] = wait_for(f"{url}#json={expectation}", timeout=5, backoff=FAST)
+    assert result.reason == "HTTP 200, json matches"
 
 
 def test_json_and_body_regex_together() -> None:
@@ -171,6 +190,8 @@ def test_bad_expectations(option: str, error: str) -> None:
         ("NaN", "json value NaN never equals anything, so it can never hold"),
         ("[1,NaN]", "json value NaN never equals anything, so it can never hold"),
         ("UP|NaN", "json value NaN never equals anything, so it can never hold"),
+        ("Infinity", "json value Infinity is not JSON, so no body holds it"),
+        ("[1e400]", "json value [1e400] is out of range, so no body holds it"),
     ],
 )
 def test_a_value_that_cannot_hold_is_refused_at_parse_time(value: str, problem: str) -> None:

@@ -425,3 +425,22 @@ def test_the_charset_is_read_as_httpx_reads_it(parts: list[str], repeated: bool)
     response = httpx.Response(200, headers=raw)
     assert charset(response.headers.multi_items()) == response.charset_encoding
     assert charset([("content-type", value)]) == _parse_content_type_charset(value)
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b'{"a": NaN}', "NaN is not JSON"),
+        (b'{"a": Infinity}', "Infinity is not JSON"),
+        (b'{"a": -Infinity}', "-Infinity is not JSON"),
+        (b'{"a": 1e400}', "number out of range (1e400)"),
+    ],
+)
+def test_a_body_rfc_8259_refuses_is_not_ready_on_either_path(body: bytes, why: str) -> None:
+    """Python's json module reads these (1e400 as infinity): the quick attempt must not call
+    them ready, and the full path says why they are not JSON."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    with peer(answer) as (url, _):
+        quick, full = both(f"{url}/#json=a")
+    assert quick is None
+    assert full == Outcome.down(f"HTTP 200 but the body is not JSON: {why}")

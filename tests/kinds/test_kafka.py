@@ -346,3 +346,58 @@ def test_hostile_brokers(answers: tuple[bytes, ...], reason: str) -> None:
         outcome = probe(f"kafka://127.0.0.1:{port}")
     assert not outcome.ready
     assert reason in outcome.reason
+
+
+def metadata_listing(
+    nodes: list[int], topics: list[tuple[str, int, list[tuple[int, int]]]]
+) -> bytes:
+    """Metadata v4: a broker entry per node id given (repeats kept), then each topic as
+    (name, error, [(partition, leader)]) in order (repeats kept)."""
+    out = struct.pack("!ii", 0, len(nodes))
+    for node in nodes:
+        out += struct.pack("!i", node) + string(b"127.0.0.1") + struct.pack("!ih", 9092, -1)
+    out += struct.pack("!hii", -1, 0, len(topics))
+    for name, error, partitions in topics:
+        out += (
+            struct.pack("!h", error)
+            + string(name.encode())
+            + b"\0"
+            + struct.pack("!i", len(partitions))
+        )
+        for index, leader in partitions:
+            out += struct.pack("!hiiiiii", 0, index, leader, 1, leader, 1, leader)
+    return out
+
+
+def metadata_probe(fragment: str, body: bytes) -> Outcome:
+    with scripted_peer(replying(whole(versions_body(sasl=False)), whole(body))) as port:
+        return probe(f"kafka://127.0.0.1:{port}{fragment}")
+
+
+def test_brokers_are_counted_by_node_id() -> None:
+    """One node listed three times is one broker: librdkafka and the Java client keep brokers
+    by node id (confluent-kafka's ClusterMetadata.brokers is a dict of them)."""
+    outcome = metadata_probe("#brokers=3", metadata_listing([1, 1, 1], []))
+    assert not outcome.ready
+    assert outcome.reason == "1 of 3 brokers"
+    outcome = metadata_probe("#brokers=2", metadata_listing([1, 2, 1], []))
+    assert outcome.ready
+    assert outcome.reason.startswith("2 brokers")
+
+
+def test_a_topic_listed_twice_is_judged_by_every_listing() -> None:
+    """A topic twice in one answer: each listing must show it led (the first said "no leader",
+    the second was believed), and its partitions are counted once each."""
+    leaderless = ("t", 0, [(0, -1)])
+    led = ("t", 0, [(0, 1), (1, 1)])
+    for topics in ([leaderless, led], [led, leaderless]):
+        outcome = metadata_probe("#topic=t", metadata_listing([1], topics))
+        assert not outcome.ready
+        assert outcome.reason == "topic 't' partition 0: no leader"
+    missing: tuple[str, int, list[tuple[int, int]]] = ("t", 3, [])
+    outcome = metadata_probe("#topic=t", metadata_listing([1], [led, missing]))
+    assert outcome.reason == "topic 't' does not exist"
+    twice = ("t", 0, [(0, 1), (1, 1), (0, 1)])
+    outcome = metadata_probe("#topic=t", metadata_listing([1], [led, twice]))
+    assert outcome.ready
+    assert outcome.reason == "1 broker, 1 topic(s) with 2 partition(s) led"

@@ -247,3 +247,55 @@ def test_hostile_servers(answer: bytes, reason: str) -> None:
 
 def test_deep_but_legal_nesting_is_read() -> None:
     assert wire.decode(deep(99))["a"]
+
+
+def cut_short(kind: int, value: bytes, keep: int) -> bytes:
+    """A hello answer whose last element (``kind``) keeps ``keep`` bytes of ``value``, the
+    document's length and terminator fixed up: no length in it is wrong, the value is short."""
+    elements = b"\x10maxWireVersion\0" + struct.pack("<i", 17) + bytes([kind]) + b"ok\0"
+    elements += value[:keep]
+    return struct.pack("<i", len(elements) + 5) + elements + b"\0"
+
+
+SHORT_VALUES = [
+    (0x01, struct.pack("<d", 1.0)),  # double
+    (0x10, struct.pack("<i", 1)),  # int32
+    (0x12, struct.pack("<q", 1)),  # int64
+    (0x08, b"\x01"),  # boolean
+    (0x02, struct.pack("<i", 2) + b"x\0"),  # string
+    (0x05, struct.pack("<i", 1) + b"\0x"),  # binary
+    (0x11, bytes(8)),  # timestamp
+]
+
+
+@pytest.mark.parametrize(("kind", "value"), SHORT_VALUES)
+def test_a_value_cut_short_is_a_reason(kind: int, value: bytes) -> None:
+    """887 of 20,000 mutated answers ended in a double/int32/int64 cut short: struct.error, a
+    traceback. Every fixed-size read is bounds-checked first."""
+    for keep in range(len(value)):
+        with scripted_peer(answering(op_msg(cut_short(kind, value, keep)))) as port:
+            outcome = probe(f"mongodb://127.0.0.1:{port}")
+        assert not outcome.ready
+        assert "malformed BSON" in outcome.reason, (keep, outcome.reason)
+
+
+@pytest.mark.parametrize("output", [[], ["-o", "json"]])
+def test_a_truncated_answer_times_out_with_a_reason(output: list[str]) -> None:
+    """Through the command, in both of its first attempt and the runner's: exit 124, the reason
+    on stderr (or in the JSON lines), never a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    answer = op_msg(cut_short(0x01, struct.pack("<d", 1.0), 3))
+    with scripted_peer(answering(answer)) as port:
+        result = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-t", "1", *output, f"mongodb://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={k: v for k, v in os.environ.items() if not k.startswith("WAITFOR_")},
+        )
+    assert result.returncode == 124, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "malformed BSON (a value past its document)" in result.stderr + result.stdout

@@ -131,7 +131,8 @@ def _guarded(cls: type[Check[Any]], kind: Kind) -> type[Check[Any]]:
     An unexpected exception in ``parse_address``/``parse_options`` is a bad target (exit 2,
     naming the kind). In ``probe`` it is a permanent failure of that target: a bug does not go
     away by retrying, and waiting out the deadline would only hide it. OSError is the exception:
-    a plugin that forgot to catch "connection refused" is not ready yet, as any kind would be.
+    a plugin that forgot to catch "connection refused" is not ready yet, as any kind would be;
+    so is EOFError (a stream that ended: asyncio's IncompleteReadError), never an interrupt.
     Only the exception's type and where it was raised are shown, never its text: it may quote
     the target's URL, password included. Interruptions (BaseException) pass through.
     """
@@ -177,6 +178,8 @@ def _guarded(cls: type[Check[Any]], kind: Kind) -> type[Check[Any]]:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
                     raise  # out of descriptors: the runner's
                 return Outcome.down(describe_os_error(exc))
+            except EOFError:  # asyncio's IncompleteReadError, a library's closed stream
+                return Outcome.down("the server closed the connection")
             except Exception as exc:
                 return Outcome.fatal(f"{name} failed: {_bug(exc)}")
 

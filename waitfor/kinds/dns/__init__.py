@@ -275,6 +275,8 @@ class DnsCheck(Check[DnsOptions]):
                             raise
         except ConnectionRefusedError:  # ICMP port unreachable: nothing listens there
             return _Lookup(rdtype, error=f"connection refused by {shown}")
+        except stub.TcpFailed as exc:
+            return _Lookup(rdtype, error=f"{shown} {exc.detail} after a truncated UDP answer")
         except TimeoutError:
             return _Lookup(rdtype, error=f"timed out: no answer from {shown} in {budget:.1f}s")
         except OSError as exc:

@@ -235,6 +235,12 @@ def addresses_in_answer(
     return tuple(records)
 
 
+class TcpFailed(Value):
+    """A truncated UDP answer whose TCP retry failed (glibc's send_vc): the next server's turn."""
+
+    detail: str  # what the server did: "closed the TCP connection"
+
+
 class NoAnswer(Value):
     detail: str
     unreachable: bool  # every server refused the connection (ICMP): nss_dns's UNAVAIL
@@ -347,17 +353,20 @@ def unaskable(qname: str) -> Candidate:
     return Candidate(qname, (), "NO_RECOVERY", "not a name a query can carry (too long?)")
 
 
-def res_send(config: ResolverConfig) -> Generator[tuple[str, int], Reply | str, Reply | NoAnswer]:
+def res_send(
+    config: ResolverConfig,
+) -> Generator[tuple[str, int], Reply | TcpFailed | str, Reply | NoAnswer]:
     """res_send: yields (server, seconds to wait) for each query to send, and is sent the
-    :class:`Reply`, :data:`CONNECTION_REFUSED` or :data:`NO_ANSWER` (a timeout, an error,
-    garbage); every server in turn, ``attempts`` rounds. Returns the answer, or why none came.
+    :class:`Reply`, :data:`CONNECTION_REFUSED`, :class:`TcpFailed` or :data:`NO_ANSWER` (a
+    timeout, an error, garbage); every server in turn, ``attempts`` rounds. Returns the answer,
+    or why none came.
 
     SERVFAIL, REFUSED and NOTIMP send the query to the next server; if every server says so,
     the last such answer is the result (glibc's search list then judges it).
     """
     count = len(config.nameservers)
     failed: Reply | None = None
-    refused = True
+    refused, tcp = True, ""
     for _ in range(config.attempts):
         for index, server in enumerate(config.nameservers):
             seconds = config.timeout << index  # glibc's send_dg: retrans << ns, / nscount
@@ -366,6 +375,8 @@ def res_send(config: ResolverConfig) -> Generator[tuple[str, int], Reply | str, 
             if answer == CONNECTION_REFUSED:
                 continue
             refused = False
+            if isinstance(answer, TcpFailed):
+                tcp = answer.detail
             if not isinstance(answer, Reply):
                 continue
             if answer.rcode in (SERVFAIL, REFUSED, NOTIMP):
@@ -377,7 +388,8 @@ def res_send(config: ResolverConfig) -> Generator[tuple[str, int], Reply | str, 
     servers = ", ".join(config.nameservers)
     if refused:
         return NoAnswer(f"connection refused by {servers}", unreachable=True)
-    return NoAnswer(f"no answer from {servers}", unreachable=False)
+    why = f" (truncated over UDP, then it {tcp})" if tcp else ""
+    return NoAnswer(f"no answer from {servers}{why}", unreachable=False)
 
 
 def is_ip(text: str) -> bool:

@@ -22,7 +22,17 @@ import dns.rdatatype
 
 from waitfor.kinds.dns import glibc
 from waitfor.net.activity import waiting_on
+from waitfor.net.errors import describe_os_error
 from waitfor.urls import host_port
+
+
+class TcpFailed(Exception):
+    """The nameserver truncated its UDP answer and the TCP retry brought none (a UDP-only proxy,
+    a firewall on 53/tcp); ``detail`` says what the server did."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
 
 
 async def search(name: str, rdtypes: tuple[str, ...], config: glibc.ResolverConfig) -> glibc.Search:
@@ -61,7 +71,9 @@ async def _send(
         try:
             answer = await exchange(query, server, seconds)
         except ConnectionRefusedError:
-            result: glibc.Reply | str = glibc.CONNECTION_REFUSED
+            result: glibc.Reply | glibc.TcpFailed | str = glibc.CONNECTION_REFUSED
+        except TcpFailed as exc:
+            result = glibc.TcpFailed(exc.detail)
         except (TimeoutError, OSError, dns.exception.DNSException):  # no (usable) answer
             result = glibc.NO_ANSWER
         else:
@@ -100,7 +112,8 @@ async def exchange(
     query: dns.message.Message, server: str, timeout: float, port: int = 53
 ) -> dns.message.Message:
     """One query over UDP (TCP if truncated), on a connected socket as glibc uses: an ICMP
-    "port unreachable" is ConnectionRefusedError at once, not a timeout."""
+    "port unreachable" is ConnectionRefusedError at once, not a timeout; a TCP retry closed
+    without an answer is :class:`TcpFailed`."""
     loop = asyncio.get_running_loop()
     family = socket.AF_INET6 if ":" in server else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
@@ -117,5 +130,14 @@ async def exchange(
                 if query.is_response(answer):
                     break
     if answer.flags & dns.flags.TC:
-        answer = await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
+        try:
+            answer = await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
+        except EOFError:  # dnspython's word for a stream that ended: no terminal's end of input
+            raise TcpFailed("closed the TCP connection") from None
+        except ConnectionResetError:
+            raise TcpFailed("reset the TCP connection") from None
+        except (TimeoutError, ConnectionRefusedError):
+            raise  # the caller's: a resend, or how long it waited; refused is nss_dns's UNAVAIL
+        except OSError as exc:  # unreachable, aborted: the UDP server was there all the same
+            raise TcpFailed(f"failed over TCP: {describe_os_error(exc)}") from None
     return answer

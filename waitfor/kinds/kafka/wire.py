@@ -76,29 +76,33 @@ def check(wanted: Wanted) -> Conversation:
 
 
 def judge(metadata: Metadata, wanted: Wanted) -> Outcome:
-    brokers = len(metadata.brokers)
+    """Brokers are counted by node id, as clients keep them (one node listed three times is one
+    broker); a topic listed more than once must be led in every listing, and its partitions are
+    counted by index."""
+    brokers = len({node for node, _, _ in metadata.brokers})
     if brokers < wanted.brokers:
         if not brokers:
             return Outcome.down("the broker lists no brokers")
         return Outcome.down(f"{brokers} of {wanted.brokers} brokers")
-    found = {topic.name: topic for topic in metadata.topics}
+    partitions = 0
     for name in wanted.topics:
-        topic = found.get(name)
-        if topic is None or topic.error == 3:
+        listings = [topic for topic in metadata.topics if topic.name == name]
+        if not listings or any(topic.error == 3 for topic in listings):
             return Outcome.down(f"topic {name!r} does not exist")
-        if topic.error:
-            return Outcome.down(f"topic {name!r}: {describe(topic.error)}")
-        if not topic.partitions:
-            return Outcome.down(f"topic {name!r} has no partitions")
-        for index, error, leader in topic.partitions:
-            if error not in (0, 9) or leader < 0:  # 9: a replica is down; the leader serves
-                why = describe(error) if error else "no leader"
-                return Outcome.down(f"topic {name!r} partition {index}: {why}")
+        for topic in listings:
+            if topic.error:
+                return Outcome.down(f"topic {name!r}: {describe(topic.error)}")
+            if not topic.partitions:
+                return Outcome.down(f"topic {name!r} has no partitions")
+            for index, error, leader in topic.partitions:
+                if error not in (0, 9) or leader < 0:  # 9: a replica is down; the leader serves
+                    why = describe(error) if error else "no leader"
+                    return Outcome.down(f"topic {name!r} partition {index}: {why}")
+        partitions += len({index for topic in listings for index, _, _ in topic.partitions})
     plural = "" if brokers == 1 else "s"
     detail = f"{brokers} broker{plural}"
     if wanted.topics:
-        count = sum(len(found[name].partitions) for name in wanted.topics)
-        detail += f", {len(wanted.topics)} topic(s) with {count} partition(s) led"
+        detail += f", {len(wanted.topics)} topic(s) with {partitions} partition(s) led"
     return Outcome.up(detail + (f", cluster {metadata.cluster}" if metadata.cluster else ""))
 
 

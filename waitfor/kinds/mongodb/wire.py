@@ -138,18 +138,43 @@ def encode(document: Document) -> bytes:
 
 #: element types of a fixed size, decoded to None: binary-free values a hello carries
 _FIXED = {0x06: 0, 0x07: 12, 0x09: 8, 0x0A: 0, 0x11: 8, 0x13: 16, 0x7F: 0, 0xFF: 0}
+#: the numbers, by element type: their layout and size
+_NUMBERS = {0x01: ("<d", 8), 0x10: ("<i", 4), 0x12: ("<q", 8)}
+_OLD_BINARY = 0x02  # binary subtype 2: its bytes carry a length of their own
 
 
 def decode(data: bytes) -> Document:
-    """One BSON document; ProtocolError for anything that is not exactly one."""
+    """One BSON document; ProtocolError for anything that is not exactly one.
+
+    Every read is bounds-checked before it is made (a value cut short is ProtocolError, never
+    struct.error), and what PyMongo's decoder refuses is refused too: names and strings that are
+    not UTF-8, booleans other than 0 and 1, old-style binary whose two lengths disagree
+    (tests/kinds/test_mongodb_bson.py fuzzes this against ``bson.decode``).
+    """
     document, end = _document(data, 0, len(data), 0)
     if end != len(data):
         raise ProtocolError("malformed BSON (bytes after the document)")
     return document
 
 
+def _text(data: bytes) -> str:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ProtocolError("malformed BSON (a string that is not UTF-8)") from None
+
+
 def _document(data: bytes, start: int, limit: int, depth: int) -> tuple[Document, int]:
     """The document at ``start``, which must end by ``limit``; and where it ends."""
+    elements, end = _elements(data, start, limit, depth, array=False)
+    return dict(elements), end
+
+
+def _elements(
+    data: bytes, start: int, limit: int, depth: int, *, array: bool
+) -> tuple[list[tuple[str, Any]], int]:
+    """The named values of the document at ``start`` (an array's names are not read: a decoder
+    takes its values in order), and where it ends."""
     if depth > MAX_DEPTH:
         raise ProtocolError(f"malformed BSON (nested deeper than {MAX_DEPTH})")
     if start + 5 > limit:
@@ -158,58 +183,66 @@ def _document(data: bytes, start: int, limit: int, depth: int) -> tuple[Document
     end = start + size
     if size < 5 or end > limit or data[end - 1] != 0:
         raise ProtocolError("malformed BSON (a document's length)")
-    document: Document = {}
+    elements: list[tuple[str, Any]] = []
     offset = start + 4
     while offset < end - 1:
         kind = data[offset]
         name_end = data.find(b"\0", offset + 1, end - 1)
         if name_end < 0:
             raise ProtocolError("malformed BSON (an unterminated name)")
-        name = data[offset + 1 : name_end].decode("utf-8", errors="replace")
-        document[name], offset = _value(data, kind, name_end + 1, end - 1, depth)
+        name = "" if array else _text(data[offset + 1 : name_end])
+        value, offset = _value(data, kind, name_end + 1, end - 1, depth)
+        elements.append((name, value))
     if offset != end - 1:
         raise ProtocolError("malformed BSON (an element past its document)")
-    return document, end
+    return elements, end
 
 
 def _value(data: bytes, kind: int, offset: int, end: int, depth: int) -> tuple[Any, int]:
+    """The value of type ``kind`` at ``offset``, which must end by ``end``; and where it ends."""
+
     def need(size: int) -> int:
         if size < 0 or offset + size > end:
             raise ProtocolError("malformed BSON (a value past its document)")
         return offset + size
 
-    if kind == 0x01:
-        return struct.unpack_from("<d", data, offset)[0], need(8)
-    if kind == 0x10:
-        return struct.unpack_from("<i", data, offset)[0], need(4)
-    if kind == 0x12:
-        return struct.unpack_from("<q", data, offset)[0], need(8)
+    def length() -> int:  # the int32 a value of variable size starts with
+        need(4)
+        return int(struct.unpack_from("<i", data, offset)[0])
+
+    if kind in _NUMBERS:
+        layout, size = _NUMBERS[kind]
+        stop = need(size)  # before the read: a number cut short is malformed, not struct.error
+        return struct.unpack_from(layout, data, offset)[0], stop
     if kind == 0x08:
-        need(1)
+        stop = need(1)
         if data[offset] > 1:
             raise ProtocolError("malformed BSON (a boolean that is neither 0 nor 1)")
-        return data[offset] == 1, offset + 1
+        return data[offset] == 1, stop
     if kind in (0x02, 0x0D, 0x0E):  # string, JavaScript code, symbol
-        need(4)
-        (size,) = struct.unpack_from("<i", data, offset)
+        size = length()
         stop = need(4 + size)
         if size < 1 or data[stop - 1] != 0:
             raise ProtocolError("malformed BSON (a string's length)")
-        return data[offset + 4 : stop - 1].decode("utf-8", errors="replace"), stop
+        return _text(data[offset + 4 : stop - 1]), stop
     if kind in (0x03, 0x04):
-        need(5)
-        value, stop = _document(data, offset, end, depth + 1)
-        return (list(value.values()) if kind == 0x04 else value), stop
-    if kind == 0x05:
-        need(5)
-        (size,) = struct.unpack_from("<i", data, offset)
-        return None, need(5 + size) if size >= 0 else need(-1)
+        elements, stop = _elements(data, offset, end, depth + 1, array=kind == 0x04)
+        return ([value for _, value in elements] if kind == 0x04 else dict(elements)), stop
+    if kind == 0x05:  # binary: its length, a subtype, the bytes
+        size = length()
+        stop = need(5 + size) if size >= 0 else need(-1)
+        if data[offset + 4] == _OLD_BINARY and (
+            size < 4 or struct.unpack_from("<i", data, offset + 5)[0] != size - 4
+        ):
+            raise ProtocolError("malformed BSON (old binary whose lengths disagree)")
+        return None, stop
     if kind == 0x0B:  # regular expression: two C strings
         stop = offset
         for _ in range(2):
-            stop = data.find(b"\0", stop, end)
+            start, stop = stop, data.find(b"\0", stop, end)
             if stop < 0:
                 raise ProtocolError("malformed BSON (an unterminated regular expression)")
+            _text(data[start:stop])
             stop += 1
         return None, stop
     if kind in _FIXED:
