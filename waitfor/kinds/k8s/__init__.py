@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from waitfor import jsonexpect as expect
 from waitfor import sanitize
 from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
+from waitfor.kinds.k8s.pace import SHORT_WATCH, Pace
 from waitfor.net.errors import describe_os_error
 from waitfor.values import Value
 
@@ -165,6 +166,13 @@ class K8sCheck(Check[K8sOptions]):
     def _types(self) -> dict[str, Resource]:
         return {}  # TYPE -> resource, once discovery found it
 
+    @cached_property
+    def _pace(self) -> Pace:
+        return Pace()  # one for the whole wait: a restart after a failure waits, across attempts
+
+    #: what the last attempt found, for an attempt that only waited for the pace
+    _last = Outcome.down("waiting to ask the API server again")
+
     async def probe(self, deadline: Deadline) -> Outcome:
         from waitfor.kinds.k8s import config
 
@@ -196,31 +204,60 @@ class K8sCheck(Check[K8sOptions]):
         from waitfor.kinds.k8s import client
         from waitfor.net.httptransport import describe_transport_error
 
+        if not await self._paced(hold_until):
+            return self._last  # still the pace's time: nothing asked, nothing new
         api = client.Api(credentials, budget)
         self._doing = ("get", "", "")
+        loop = asyncio.get_running_loop()
         try:
-            return await self._attempt(api, spec, credentials.namespace, hold_until)
+            self._last = outcome = await self._attempt(api, spec, credentials.namespace, hold_until)
+            return outcome
         except client.ApiError as exc:
+            # The server answered, but not as hoped: the next request waits (a 429: as told).
+            self._pace.failed(loop.time(), exc.retry_after)
             if exc.status == 401:
                 self._source.forget_plugin_credential()
             if exc.status == 403:
                 verb, what, namespace = self._doing
                 where = f" in namespace {namespace}" if namespace else ""
-                return Outcome.down(
+                self._last = Outcome.down(
                     f"{exc} cannot {verb} {what}{where}: needs get, list, watch on {what}"
                 )
-            return Outcome.down(str(exc))
+            else:
+                self._last = Outcome.down(str(exc))
+            return self._last
         except httpx.InvalidURL:  # what the target or kubeconfig made cannot be sent
             return Outcome.fatal(f"API server {_server(credentials.server)}: invalid request URL")
-        except httpx.TimeoutException:
-            return Outcome.down(f"API server {_server(credentials.server)} did not answer")
-        except httpx.TransportError as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            # Not listening (yet): nothing reached a server, so the runner's pace is enough,
+            # and an API server coming up is seen at once.
             detail = describe_transport_error(exc)
             return Outcome.down(f"API server {_server(credentials.server)}: {detail}")
+        except httpx.TimeoutException:
+            self._pace.failed(loop.time())
+            self._last = Outcome.down(f"API server {_server(credentials.server)} did not answer")
+            return self._last
+        except httpx.TransportError as exc:
+            self._pace.failed(loop.time())  # it answered, then broke off: an unhealthy server
+            detail = describe_transport_error(exc)
+            self._last = Outcome.down(f"API server {_server(credentials.server)}: {detail}")
+            return self._last
         except OSError as exc:
             return Outcome.down(describe_os_error(exc))
         finally:
             await api.aclose()
+
+    async def _paced(self, hold_until: float) -> bool:
+        """Wait for the pace (never past ``hold_until``); False if the attempt's time ran out."""
+        loop = asyncio.get_running_loop()
+        wait = self._pace.not_before - loop.time()
+        if wait <= 0:
+            return True
+        if loop.time() + wait > hold_until:
+            await asyncio.sleep(max(0.0, hold_until - loop.time()))
+            return False
+        await asyncio.sleep(wait)
+        return True
 
     async def _resource(self, api: Api, text: str) -> Resource:
         found = self._types.get(text)
@@ -280,7 +317,12 @@ class K8sCheck(Check[K8sOptions]):
         state: dict[str, Json] = {}
         scope = (watched.qualified, namespace or "")
         loop = asyncio.get_running_loop()
+        pace = self._pace
+        verdict = None
+        note = ""  # why the pace holds the next request back, for the reason
         while True:
+            if not await self._paced(hold_until):
+                return _outcome(verdict, note) if verdict is not None else self._last
             self._doing = ("list", *scope)
             listing = await api.get(path, params)
             items = listing.get("items") or []
@@ -292,6 +334,7 @@ class K8sCheck(Check[K8sOptions]):
             self._doing = ("watch", *scope)
             try:
                 while (left := hold_until - loop.time()) > 0:
+                    began = loop.time()
                     async with asyncio.timeout_at(hold_until):
                         async for kind, obj in api.watch(
                             path, {**params, "resourceVersion": version}, left
@@ -306,12 +349,24 @@ class K8sCheck(Check[K8sOptions]):
                             verdict = judge(state)
                             if verdict.fatal or verdict.ready != self.inverted:
                                 return _outcome(verdict)
-                    # the server ended the watch (its timeout, a restart): resume from version
+                    # The server ended the watch (its timeout, a restart): resume from version,
+                    # at once after a healthy watch, after the pace's delay after a short one.
+                    if loop.time() - began < SHORT_WATCH:
+                        pace.failed(loop.time())
+                        note = "the API server ends every watch at once"
+                        if not await self._paced(hold_until):
+                            break
+                    else:
+                        pace.healthy()
+                        note = ""
             except TimeoutError:
+                pace.healthy()  # our own end: the watch held for the whole attempt
                 return _outcome(verdict)
             except _gone():
-                continue  # too old to resume: list again
-            return _outcome(verdict)
+                pace.failed(loop.time())  # too old to resume: list again, paced
+                note = "the API server expires every watch (410 Gone)"
+                continue
+            return _outcome(verdict, note)
 
     def _expectation(self, obj: Json) -> Verdict:
         from waitfor.kinds.k8s import ready
@@ -417,10 +472,10 @@ def _gone() -> type[Exception]:
     return Gone
 
 
-def _outcome(verdict: Verdict) -> Outcome:
+def _outcome(verdict: Verdict, note: str = "") -> Outcome:
     if verdict.fatal:
         return Outcome.fatal(verdict.reason)
-    return Outcome(verdict.ready, verdict.reason)
+    return Outcome(verdict.ready, f"{verdict.reason}; {note}" if note else verdict.reason)
 
 
 def _name(obj: Json) -> str:

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from waitfor import jsonexpect as expect
 from waitfor.kinds.k8s.config import Credentials
@@ -81,9 +81,10 @@ class Resource(Value):
 class ApiError(Exception):
     """The API server answered with an error status: the reason is built from parsed parts."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, retry_after: float = 0.0) -> None:
         super().__init__(reason)
         self.status = status
+        self.retry_after = retry_after  # a 429's Retry-After, in seconds
 
 
 class Gone(Exception):
@@ -120,10 +121,7 @@ class Api:
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Json:
         response = await self._client.get(path, params=params, extensions=self._extensions)
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, self._describe_error(response))
-        if response.is_redirect:  # an API server never redirects: a proxy or a wrong URL
-            raise ApiError(response.status_code, f"HTTP {response.status_code}: a redirect")
+        self._check(response)
         try:
             document = expect.load(response.text)  # bounded nesting: no RecursionError
         except ValueError:
@@ -143,13 +141,25 @@ class Api:
             headers={"Content-Type": content_type},
             extensions=self._extensions,
         )
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, self._describe_error(response))
+        self._check(response)
         try:
             document = response.json()
         except ValueError:
             return {}
         return document if isinstance(document, dict) else {}
+
+    def _check(self, response: httpx.Response) -> None:
+        """ApiError for an error status or a redirect (its body read first)."""
+        status = response.status_code
+        if 300 <= status < 400:
+            # An API server never redirects: a proxy or a wrong URL. httpx does not follow it,
+            # so the token never goes to where it points; the host is named, not the URL.
+            host = _host_of(response.headers.get("Location", ""))
+            where = f" to {safe_text(host, 100)}" if host else " without a location"
+            raise ApiError(status, f"API server answered a redirect{where}; not followed")
+        if status >= 400:
+            retry_after = _retry_after(response.headers.get("Retry-After")) if status == 429 else 0
+            raise ApiError(status, self._describe_error(response), retry_after)
 
     def _describe_error(self, response: httpx.Response) -> str:
         status = response.status_code
@@ -160,6 +170,10 @@ class Api:
         body = body if isinstance(body, dict) else {}
         if status == 401:
             return "token refused by the API server (401 Unauthorized)"
+        if status == 429:
+            seconds = _retry_after(response.headers.get("Retry-After"))
+            later = f", retry after {seconds:g}s" if seconds else ""
+            return f"API server is busy (429 Too Many Requests{later})"
         if status == 403:
             match = _USER.search(str(body.get("message", "")))
             return forbidden_who(match.group(1) if match else None) or self.credentials.who
@@ -181,9 +195,9 @@ class Api:
         try:
             if response.status_code == 410:
                 raise Gone()
-            if response.status_code >= 400:
+            if response.status_code >= 300:
                 await response.aread()
-                raise ApiError(response.status_code, self._describe_error(response))
+                self._check(response)
             async for line in response.aiter_lines():
                 if not line.strip():
                     continue
@@ -314,6 +328,28 @@ class Api:
         if len(text) > MAX_OFFERED:
             text = text[: MAX_OFFERED - 1].rsplit(", ", 1)[0] + ", …"
         return (f"did you mean {hint}? " if hint else "") + f"the server offers: {text}"
+
+
+def _retry_after(value: str | None) -> float:
+    """Retry-After's seconds (an HTTP date, or nonsense: 0, the pace's own delay)."""
+    text = (value or "").strip()
+    if text.isascii() and text.isdigit() and len(text) <= 6:
+        return float(text)
+    return 0.0
+
+
+def _host_of(url: str) -> str:
+    """``HOST[:PORT]`` of a Location (never its userinfo, path or query), "" if none."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return ""
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: the host alone
+        port = None
+    return f"{host}:{port}" if host and port else host
 
 
 def _match(name: str, resources: Sequence[Resource]) -> Resource | None:
