@@ -177,3 +177,79 @@ def test_a_429_is_honoured_and_said(tmp_path: Path) -> None:
     assert code == 124, out
     assert lists <= 2, (lists, out)  # Retry-After: 2 within a 3 s wait
     assert "API server is busy (429 Too Many Requests, retry after 2s)" in out, out
+
+
+# --- discovery, cached for the run ---------------------------------------------------------------
+
+MANY_GROUPS = {
+    "kind": "APIGroupList",
+    "groups": [
+        {
+            "name": f"g{i}.example.com",
+            "versions": [{"groupVersion": f"g{i}.example.com/v1", "version": "v1"}],
+            "preferredVersion": {"groupVersion": f"g{i}.example.com/v1", "version": "v1"},
+        }
+        for i in range(300)
+    ],
+}
+
+
+def many_groups(conn: socket.socket, path: str, query: dict[str, list[str]]) -> bool:
+    if path == "/apis":
+        reply_json(conn, 200, MANY_GROUPS)
+        return True
+    if path.startswith("/apis/g") and path.endswith("/v1"):
+        group = path.split("/")[2]
+        resources = [{"name": "things", "kind": "Thing", "namespaced": True}]
+        reply_json(
+            conn, 200, {"kind": "APIResourceList", "groupVersion": group, "resources": resources}
+        )
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("target", "bound"),
+    [
+        # a full scan once (core, /apis, 300 groups), then only bounded refreshes
+        ("k8s:widget/w", 302 + 15),
+        # the named group only, and a group the server does not have costs nothing more
+        ("k8s:widgets.g7.example.com/w", 12),
+        ("k8s:widgets.nosuch.example.com/w", 12),
+    ],
+)
+def test_unknown_type_discovery_is_cached_for_the_run(
+    target: str, bound: int, tmp_path: Path
+) -> None:
+    with counting_server(many_groups) as (url, counted):
+        # 8 s: the first scan of 300 groups takes seconds against this one-thread-per-request
+        # server on a loaded machine; before the cache, 1,102 requests in 5 s
+        code, out, _ = waitfor(
+            kubeconfig(tmp_path, url), "-t", "8", "--attempt-timeout", "8", target
+        )
+        requests = counted.count()
+    clean(out)
+    assert code == 124, out
+    assert requests <= bound, (requests, out)
+    assert "unknown type" in out, out
+
+
+def forbidden_discovery(conn: socket.socket, path: str, query: dict[str, list[str]]) -> bool:
+    if path in ("/api/v1", "/apis"):
+        message = f'forbidden: User "system:anonymous" cannot get path "{path}"'
+        reply_json(conn, 403, {"kind": "Status", "code": 403, "message": message})
+        return True
+    return False
+
+
+def test_a_403_during_discovery_names_what_was_read(tmp_path: Path) -> None:
+    with counting_server(forbidden_discovery) as (url, counted):
+        code, out, _ = waitfor(kubeconfig(tmp_path, url), "-t", "2", "k8s:job/x")
+        requests = counted.count()
+    clean(out)
+    assert code == 124, out
+    assert (
+        "user system:anonymous cannot get the API discovery /api/v1 "
+        "(needs get on nonResourceURLs /api, /api/*, /apis, /apis/*)"
+    ) in out, out
+    assert requests <= 4, (requests, out)  # a 403 is paced too

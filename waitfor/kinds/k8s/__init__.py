@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from waitfor.deadline import Deadline
 
 if TYPE_CHECKING:  # httpx and yaml are imported by the probe: parsing a target stays cheap
-    from waitfor.kinds.k8s.client import Api, Resource
+    from waitfor.kinds.k8s.client import Api, Discovery, Resource
     from waitfor.kinds.k8s.config import Credentials, Source
     from waitfor.kinds.k8s.ready import Verdict
 
@@ -167,6 +167,12 @@ class K8sCheck(Check[K8sOptions]):
         return {}  # TYPE -> resource, once discovery found it
 
     @cached_property
+    def _discovery(self) -> Discovery:
+        from waitfor.kinds.k8s.client import Discovery
+
+        return Discovery()  # for the whole wait: discovery is not asked again per attempt
+
+    @cached_property
     def _pace(self) -> Pace:
         return Pace()  # one for the whole wait: a restart after a failure waits, across attempts
 
@@ -206,7 +212,7 @@ class K8sCheck(Check[K8sOptions]):
 
         if not await self._paced(hold_until):
             return self._last  # still the pace's time: nothing asked, nothing new
-        api = client.Api(credentials, budget)
+        api = client.Api(credentials, budget, self._discovery)
         self._doing = ("get", "", "")
         loop = asyncio.get_running_loop()
         try:
@@ -217,7 +223,12 @@ class K8sCheck(Check[K8sOptions]):
             self._pace.failed(loop.time(), exc.retry_after)
             if exc.status == 401:
                 self._source.forget_plugin_credential()
-            if exc.status == 403:
+            if exc.status == 403 and self._doing[0] == "discover":
+                self._last = Outcome.down(
+                    f"{exc} cannot get the API discovery {api.last_path} "
+                    "(needs get on nonResourceURLs /api, /api/*, /apis, /apis/*)"
+                )
+            elif exc.status == 403:
                 verb, what, namespace = self._doing
                 where = f" in namespace {namespace}" if namespace else ""
                 self._last = Outcome.down(
@@ -262,7 +273,17 @@ class K8sCheck(Check[K8sOptions]):
     async def _resource(self, api: Api, text: str) -> Resource:
         found = self._types.get(text)
         if found is None:
-            found = self._types[text] = await api.resolve(text)
+            discovery = self._discovery
+            now = asyncio.get_running_loop().time()
+            if discovery.due(now):  # not found before: look again, at a bounded rate
+                discovery.refresh(text.lower().partition(".")[2])
+            self._doing = ("discover", "", "")
+            try:
+                found = self._types[text] = await api.resolve(text)
+            except LookupError:
+                if discovery.due(now) or not discovery.misses:
+                    discovery.missed(now)
+                raise
         return found
 
     async def _attempt(
