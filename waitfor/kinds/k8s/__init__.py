@@ -193,6 +193,7 @@ class K8sCheck(Check[K8sOptions]):
             return Outcome.fatal(str(exc))
         except config.CredentialError as exc:
             return Outcome.down(str(exc))
+        self._secrets = tuple(credentials.secrets)
         outcome = await self._conversation(spec, credentials, budget, hold_until)
         # What the server said may echo the token (a proxy's 403, a hostile Status message):
         # the target holds no secret for the runner's boundary to remove, the credentials do.
@@ -221,6 +222,9 @@ class K8sCheck(Check[K8sOptions]):
         except client.ApiError as exc:
             # The server answered, but not as hoped: the next request waits (a 429: as told).
             self._pace.failed(loop.time(), exc.retry_after)
+            if exc.status == 400:  # bad input (a selector the server cannot parse), as kubectl
+                what = f"selector {spec.selector!r}" if spec.selector else "the request"
+                return Outcome.fatal(f"API server refused {what}: {exc}")
             if exc.status == 401:
                 self._source.forget_plugin_credential()
             if exc.status == 403 and self._doing[0] == "discover":
@@ -306,6 +310,7 @@ class K8sCheck(Check[K8sOptions]):
         if spec.selector is not None:
             params["labelSelector"] = spec.selector
         judge: Callable[[dict[str, Json]], Verdict]
+        service: tuple[Resource, str, str] | None = None  # a Service's endpoints: it must exist
 
         rule: Callable[[Json], Verdict] | None
         if self.inverted or options.exists:
@@ -320,6 +325,7 @@ class K8sCheck(Check[K8sOptions]):
             and not options.expectation
             and (resource.group == "" and resource.plural == "services")
         ):
+            service = (resource, spec.name, shown)
             watched, params, judge = await self._endpoints(api, spec.name, namespace)
         elif rule is None:
             what = "these objects" if spec.selector else label
@@ -331,6 +337,8 @@ class K8sCheck(Check[K8sOptions]):
             if options.min is not None:
                 return Outcome.fatal("min applies to a Service's endpoints or to a selector")
             judge = self._single(rule, label, shown, spec.name)
+        elif self.inverted:  # as kubectl wait --for=delete: until nothing matches, whatever min
+            judge = self._matching(resource.plural, spec.selector or "")
         else:
             judge = self._selection(rule, resource.plural, spec.selector or "", options.min or 1)
 
@@ -344,6 +352,10 @@ class K8sCheck(Check[K8sOptions]):
         while True:
             if not await self._paced(hold_until):
                 return _outcome(verdict, note) if verdict is not None else self._last
+            if service is not None:
+                missing = await self._service_missing(api, *service, namespace, hold_until)
+                if missing is not None:
+                    return _outcome(missing)
             self._doing = ("list", *scope)
             listing = await api.get(path, params)
             items = listing.get("items") or []
@@ -352,6 +364,7 @@ class K8sCheck(Check[K8sOptions]):
             verdict = judge(state)
             if verdict.fatal or verdict.ready != self.inverted:
                 return _outcome(verdict)
+            self._report(verdict.reason)
             self._doing = ("watch", *scope)
             try:
                 while (left := hold_until - loop.time()) > 0:
@@ -370,6 +383,7 @@ class K8sCheck(Check[K8sOptions]):
                             verdict = judge(state)
                             if verdict.fatal or verdict.ready != self.inverted:
                                 return _outcome(verdict)
+                            self._report(verdict.reason)
                     # The server ended the watch (its timeout, a restart): resume from version,
                     # at once after a healthy watch, after the pace's delay after a short one.
                     if loop.time() - began < SHORT_WATCH:
@@ -388,6 +402,77 @@ class K8sCheck(Check[K8sOptions]):
                 note = "the API server expires every watch (410 Gone)"
                 continue
             return _outcome(verdict, note)
+
+    async def _service_missing(
+        self,
+        api: Api,
+        resource: Resource,
+        name: str,
+        shown: str,
+        namespace: str | None,
+        hold_until: float,
+    ) -> Verdict | None:
+        """None once the Service exists; "not found" if it still does not at ``hold_until``.
+
+        Its endpoints alone would read "0/1 ready endpoints" for a Service that is not there.
+        Without the right to list Services (a Role for EndpointSlices only) this is skipped.
+        """
+        from waitfor.kinds.k8s import ready
+        from waitfor.kinds.k8s.client import ApiError
+
+        if self._no_service_check:
+            return None
+        path, params = resource.path(namespace), {"fieldSelector": f"metadata.name={name}"}
+        loop = asyncio.get_running_loop()
+        verdict = ready.Verdict(False, f"service {shown} not found")
+        while True:
+            self._doing = ("list", resource.qualified, namespace or "")
+            try:
+                listing = await api.get(path, params)
+            except ApiError as exc:
+                if exc.status != 403:
+                    raise
+                self._no_service_check = True
+                return None
+            if listing.get("items"):
+                return None
+            self._report(verdict.reason)
+            version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+            self._doing = ("watch", resource.qualified, namespace or "")
+            began = loop.time()
+            try:
+                async with asyncio.timeout_at(hold_until):
+                    async for kind, _ in api.watch(
+                        path, {**params, "resourceVersion": version}, hold_until - loop.time()
+                    ):
+                        if kind in ("ADDED", "MODIFIED"):
+                            return None  # there now: its endpoints next
+            except TimeoutError:
+                return verdict
+            if loop.time() - began < SHORT_WATCH:  # ended by the server: list again, paced
+                self._pace.failed(loop.time())
+            if not await self._paced(hold_until):
+                return verdict
+
+    _no_service_check = False  # the credentials may not list Services: endpoints only
+
+    def _report(self, reason: str) -> None:
+        """What the attempt in flight knows now (for progress and an interrupted wait)."""
+        from waitfor.net import activity
+
+        activity.report(sanitize.shown(reason, self._secrets))
+
+    _secrets: tuple[str, ...] = ()  # the credentials', for what _report passes on
+
+    def _matching(self, plural: str, selector: str) -> Callable[[dict[str, Json]], Verdict]:
+        from waitfor.kinds.k8s import ready
+
+        def judge(state: dict[str, Json]) -> Verdict:
+            if not state:
+                return ready.Verdict(False, f"no {plural} match {selector}")
+            return ready.Verdict(True, f"{len(state)} {plural} match {selector}")
+
+        return judge
 
     def _expectation(self, obj: Json) -> Verdict:
         from waitfor.kinds.k8s import ready
