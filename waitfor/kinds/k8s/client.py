@@ -249,9 +249,14 @@ class Api:
                 if found is not None:
                     return found
                 offered.extend(resources)
-            if not candidates:  # only what was asked for: no scan of every group for a hint
+            if not candidates:  # no such group: what the server offers (scanned once a run)
                 shown = group if group and _VERSION.fullmatch(version) else qualifier
-                raise LookupError(f"unknown type {text!r}: the server has no API group {shown}")
+                known = list(await self._resources("", "v1"))
+                for listed in await self._all_groups(groups):
+                    known.extend(listed)
+                raise LookupError(
+                    f"unknown type {text!r} (no API group {shown}); {_offered(name, known)}"
+                )
             raise LookupError(f"unknown type {text!r}; {_offered(name, offered)}")
         core = await self._resources("", "v1")
         found = _match(name, core)
