@@ -101,7 +101,9 @@ async def run(
             budget = min(attempt_timeout - (now - state.attempt_began), remaining())
             # the attempt's whole length, the synchronous part of a continued one included
             deadline = Deadline(now + budget, now + budget - state.attempt_began)
-            state.activity = activity.track(carried=now - state.attempt_began)
+            state.activity = activity.track(
+                carried=now - state.attempt_began, on_report=lambda said: reported(state, said)
+            )
             if quick is not None and state.attempts == 1 and remaining() <= 0:
                 # The synchronous first attempt took the wait's whole time: this probe would
                 # only run past the deadline (importing its client, httpx's ~0.1 s) for nothing.
@@ -110,7 +112,7 @@ async def run(
                 async with asyncio.timeout_at(deadline.at):
                     outcome = await check.probe(deadline)
             except TimeoutError:
-                named = state.activity.reason()
+                named = state.activity.reason() or state.activity.reported
                 took = loop.time() - state.attempt_began
                 outcome = Outcome.down(named or f"timed out after {took:.1f}s")
             except OSError as exc:
@@ -162,6 +164,14 @@ async def run(
             took = loop.time() - now if check.WATCHES else 0.0  # the watch spaced the attempts
             delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining() + took)
             await asyncio.sleep(max(0.0, delay - took))
+
+    def reported(state: _State, said: str) -> None:
+        """A watching check's verdict so far: progress, and the reason if the wait ends now."""
+        reason = sanitize.shown(said, state.target.secrets)
+        reason = f"still up, {reason}" if invert else reason
+        if reason != state.reason:
+            state.reason = reason
+            emit(Event(EventType.NOT_READY, state.target, state.attempts, elapsed(), reason))
 
     checks = [check_class(target.scheme)(target) for target in targets]
     for check in checks:
@@ -217,6 +227,8 @@ def _in_flight_reason(state: _State, now: float) -> str:
     """The last reason, or that the attempt cut off by the deadline was itself hanging."""
     waited = now - (state.attempt_began or now)
     named = state.activity.reason() if state.activity is not None else None
+    if named is None and state.activity is not None and state.activity.reported is not None:
+        return state.reason  # a watching check said what it knows meanwhile: that is the news
     if state.attempts <= 1:
         return named or f"timed out after {waited:.1f}s"
     if waited < SLOW_ATTEMPT:  # cut off early: what the previous attempt saw is the news

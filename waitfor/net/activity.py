@@ -5,6 +5,10 @@ helper it calls, names a wait with ``with waiting_on(describe): ...``. When the 
 or the deadline cuts the wait off, the runner reports ``describe(seconds waited)`` ("resolving db:
 no answer from 10.96.0.10 after 1.0s") instead of a bare "timed out after 1.0s".
 
+A probe that watches (a Kubernetes watch lasts the whole attempt) also says what it knows while
+it waits, with :func:`report`: the runner shows it as progress, and as the reason of a wait cut
+off or interrupted meanwhile, instead of waiting for the attempt to end to know anything.
+
 The activity lives in a context variable holding a mutable object, so tasks a probe starts
 (``asyncio.gather``) write to the same attempt's activity.
 """
@@ -29,6 +33,9 @@ class Activity:
     #: part): counted in the waits it begins with, which go on waiting for the same answers
     #: (the same nameserver, host or peer: the first attempt asked them first)
     carried: float = 0.0
+    #: the attempt's verdict so far (:func:`report`), and who wants to hear of a change
+    reported: str | None = None
+    on_report: Callable[[str], None] | None = None
 
     def reason(self, now: float | None = None) -> str | None:
         """Why the attempt is not finished, if a probe said what it waits on."""
@@ -40,11 +47,21 @@ class Activity:
 _current: ContextVar[Activity | None] = ContextVar("waitfor_activity", default=None)
 
 
-def track(carried: float = 0.0) -> Activity:
+def track(carried: float = 0.0, on_report: Callable[[str], None] | None = None) -> Activity:
     """Start a new activity for the attempt about to run in this task."""
-    activity = Activity(carried=carried)
+    activity = Activity(carried=carried, on_report=on_report)
     _current.set(activity)
     return activity
+
+
+def report(reason: str) -> None:
+    """The attempt in flight is not done, and this is why (the verdict it would give now)."""
+    activity = _current.get()
+    if activity is None or activity.reported == reason:  # library use, or nothing new
+        return
+    activity.reported = reason
+    if activity.on_report is not None:
+        activity.on_report(reason)
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from waitfor import jsonexpect as expect
 from waitfor import sanitize
 from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
+from waitfor.kinds.k8s.pace import SHORT_WATCH, Pace
 from waitfor.net.errors import describe_os_error
 from waitfor.values import Value
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from waitfor.deadline import Deadline
 
 if TYPE_CHECKING:  # httpx and yaml are imported by the probe: parsing a target stays cheap
-    from waitfor.kinds.k8s.client import Api, Resource
+    from waitfor.kinds.k8s.client import Api, Discovery, Resource
     from waitfor.kinds.k8s.config import Credentials, Source
     from waitfor.kinds.k8s.ready import Verdict
 
@@ -165,6 +166,19 @@ class K8sCheck(Check[K8sOptions]):
     def _types(self) -> dict[str, Resource]:
         return {}  # TYPE -> resource, once discovery found it
 
+    @cached_property
+    def _discovery(self) -> Discovery:
+        from waitfor.kinds.k8s.client import Discovery
+
+        return Discovery()  # for the whole wait: discovery is not asked again per attempt
+
+    @cached_property
+    def _pace(self) -> Pace:
+        return Pace()  # one for the whole wait: a restart after a failure waits, across attempts
+
+    #: what the last attempt found, for an attempt that only waited for the pace
+    _last = Outcome.down("waiting to ask the API server again")
+
     async def probe(self, deadline: Deadline) -> Outcome:
         from waitfor.kinds.k8s import config
 
@@ -179,6 +193,7 @@ class K8sCheck(Check[K8sOptions]):
             return Outcome.fatal(str(exc))
         except config.CredentialError as exc:
             return Outcome.down(str(exc))
+        self._secrets = tuple(credentials.secrets)
         outcome = await self._conversation(spec, credentials, budget, hold_until)
         # What the server said may echo the token (a proxy's 403, a hostile Status message):
         # the target holds no secret for the runner's boundary to remove, the credentials do.
@@ -196,36 +211,83 @@ class K8sCheck(Check[K8sOptions]):
         from waitfor.kinds.k8s import client
         from waitfor.net.httptransport import describe_transport_error
 
-        api = client.Api(credentials, budget)
+        if not await self._paced(hold_until):
+            return self._last  # still the pace's time: nothing asked, nothing new
+        api = client.Api(credentials, budget, self._discovery)
         self._doing = ("get", "", "")
+        loop = asyncio.get_running_loop()
         try:
-            return await self._attempt(api, spec, credentials.namespace, hold_until)
+            self._last = outcome = await self._attempt(api, spec, credentials.namespace, hold_until)
+            return outcome
         except client.ApiError as exc:
+            # The server answered, but not as hoped: the next request waits (a 429: as told).
+            self._pace.failed(loop.time(), exc.retry_after)
+            if exc.status == 400:  # bad input (a selector the server cannot parse), as kubectl
+                what = f"selector {spec.selector!r}" if spec.selector else "the request"
+                return Outcome.fatal(f"API server refused {what}: {exc}")
             if exc.status == 401:
                 self._source.forget_plugin_credential()
-            if exc.status == 403:
+            if exc.status == 403 and self._doing[0] == "discover":
+                self._last = Outcome.down(
+                    f"{exc} cannot get the API discovery {api.last_path} "
+                    "(needs get on nonResourceURLs /api, /api/*, /apis, /apis/*)"
+                )
+            elif exc.status == 403:
                 verb, what, namespace = self._doing
                 where = f" in namespace {namespace}" if namespace else ""
-                return Outcome.down(
+                self._last = Outcome.down(
                     f"{exc} cannot {verb} {what}{where}: needs get, list, watch on {what}"
                 )
-            return Outcome.down(str(exc))
+            else:
+                self._last = Outcome.down(str(exc))
+            return self._last
         except httpx.InvalidURL:  # what the target or kubeconfig made cannot be sent
             return Outcome.fatal(f"API server {_server(credentials.server)}: invalid request URL")
-        except httpx.TimeoutException:
-            return Outcome.down(f"API server {_server(credentials.server)} did not answer")
-        except httpx.TransportError as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            # Not listening (yet): nothing reached a server, so the runner's pace is enough,
+            # and an API server coming up is seen at once.
             detail = describe_transport_error(exc)
             return Outcome.down(f"API server {_server(credentials.server)}: {detail}")
+        except httpx.TimeoutException:
+            self._pace.failed(loop.time())
+            self._last = Outcome.down(f"API server {_server(credentials.server)} did not answer")
+            return self._last
+        except httpx.TransportError as exc:
+            self._pace.failed(loop.time())  # it answered, then broke off: an unhealthy server
+            detail = describe_transport_error(exc)
+            self._last = Outcome.down(f"API server {_server(credentials.server)}: {detail}")
+            return self._last
         except OSError as exc:
             return Outcome.down(describe_os_error(exc))
         finally:
             await api.aclose()
 
+    async def _paced(self, hold_until: float) -> bool:
+        """Wait for the pace (never past ``hold_until``); False if the attempt's time ran out."""
+        loop = asyncio.get_running_loop()
+        wait = self._pace.not_before - loop.time()
+        if wait <= 0:
+            return True
+        if loop.time() + wait > hold_until:
+            await asyncio.sleep(max(0.0, hold_until - loop.time()))
+            return False
+        await asyncio.sleep(wait)
+        return True
+
     async def _resource(self, api: Api, text: str) -> Resource:
         found = self._types.get(text)
         if found is None:
-            found = self._types[text] = await api.resolve(text)
+            discovery = self._discovery
+            now = asyncio.get_running_loop().time()
+            if discovery.due(now):  # not found before: look again, at a bounded rate
+                discovery.refresh(text.lower().partition(".")[2])
+            self._doing = ("discover", "", "")
+            try:
+                found = self._types[text] = await api.resolve(text)
+            except LookupError:
+                if discovery.due(now) or not discovery.misses:
+                    discovery.missed(now)
+                raise
         return found
 
     async def _attempt(
@@ -248,6 +310,7 @@ class K8sCheck(Check[K8sOptions]):
         if spec.selector is not None:
             params["labelSelector"] = spec.selector
         judge: Callable[[dict[str, Json]], Verdict]
+        service: tuple[Resource, str, str] | None = None  # a Service's endpoints: it must exist
 
         rule: Callable[[Json], Verdict] | None
         if self.inverted or options.exists:
@@ -262,6 +325,7 @@ class K8sCheck(Check[K8sOptions]):
             and not options.expectation
             and (resource.group == "" and resource.plural == "services")
         ):
+            service = (resource, spec.name, shown)
             watched, params, judge = await self._endpoints(api, spec.name, namespace)
         elif rule is None:
             what = "these objects" if spec.selector else label
@@ -273,6 +337,8 @@ class K8sCheck(Check[K8sOptions]):
             if options.min is not None:
                 return Outcome.fatal("min applies to a Service's endpoints or to a selector")
             judge = self._single(rule, label, shown, spec.name)
+        elif self.inverted:  # as kubectl wait --for=delete: until nothing matches, whatever min
+            judge = self._matching(resource.plural, spec.selector or "")
         else:
             judge = self._selection(rule, resource.plural, spec.selector or "", options.min or 1)
 
@@ -280,7 +346,16 @@ class K8sCheck(Check[K8sOptions]):
         state: dict[str, Json] = {}
         scope = (watched.qualified, namespace or "")
         loop = asyncio.get_running_loop()
+        pace = self._pace
+        verdict = None
+        note = ""  # why the pace holds the next request back, for the reason
         while True:
+            if not await self._paced(hold_until):
+                return _outcome(verdict, note) if verdict is not None else self._last
+            if service is not None:
+                missing = await self._service_missing(api, *service, namespace, hold_until)
+                if missing is not None:
+                    return _outcome(missing)
             self._doing = ("list", *scope)
             listing = await api.get(path, params)
             items = listing.get("items") or []
@@ -289,9 +364,11 @@ class K8sCheck(Check[K8sOptions]):
             verdict = judge(state)
             if verdict.fatal or verdict.ready != self.inverted:
                 return _outcome(verdict)
+            self._report(verdict.reason)
             self._doing = ("watch", *scope)
             try:
                 while (left := hold_until - loop.time()) > 0:
+                    began = loop.time()
                     async with asyncio.timeout_at(hold_until):
                         async for kind, obj in api.watch(
                             path, {**params, "resourceVersion": version}, left
@@ -306,12 +383,96 @@ class K8sCheck(Check[K8sOptions]):
                             verdict = judge(state)
                             if verdict.fatal or verdict.ready != self.inverted:
                                 return _outcome(verdict)
-                    # the server ended the watch (its timeout, a restart): resume from version
+                            self._report(verdict.reason)
+                    # The server ended the watch (its timeout, a restart): resume from version,
+                    # at once after a healthy watch, after the pace's delay after a short one.
+                    if loop.time() - began < SHORT_WATCH:
+                        pace.failed(loop.time())
+                        note = "the API server ends every watch at once"
+                        if not await self._paced(hold_until):
+                            break
+                    else:
+                        pace.healthy()
+                        note = ""
             except TimeoutError:
+                pace.healthy()  # our own end: the watch held for the whole attempt
                 return _outcome(verdict)
             except _gone():
-                continue  # too old to resume: list again
-            return _outcome(verdict)
+                pace.failed(loop.time())  # too old to resume: list again, paced
+                note = "the API server expires every watch (410 Gone)"
+                continue
+            return _outcome(verdict, note)
+
+    async def _service_missing(
+        self,
+        api: Api,
+        resource: Resource,
+        name: str,
+        shown: str,
+        namespace: str | None,
+        hold_until: float,
+    ) -> Verdict | None:
+        """None once the Service exists; "not found" if it still does not at ``hold_until``.
+
+        Its endpoints alone would read "0/1 ready endpoints" for a Service that is not there.
+        Without the right to list Services (a Role for EndpointSlices only) this is skipped.
+        """
+        from waitfor.kinds.k8s import ready
+        from waitfor.kinds.k8s.client import ApiError
+
+        if self._no_service_check:
+            return None
+        path, params = resource.path(namespace), {"fieldSelector": f"metadata.name={name}"}
+        loop = asyncio.get_running_loop()
+        verdict = ready.Verdict(False, f"service {shown} not found")
+        while True:
+            self._doing = ("list", resource.qualified, namespace or "")
+            try:
+                listing = await api.get(path, params)
+            except ApiError as exc:
+                if exc.status != 403:
+                    raise
+                self._no_service_check = True
+                return None
+            if listing.get("items"):
+                return None
+            self._report(verdict.reason)
+            version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+            self._doing = ("watch", resource.qualified, namespace or "")
+            began = loop.time()
+            try:
+                async with asyncio.timeout_at(hold_until):
+                    async for kind, _ in api.watch(
+                        path, {**params, "resourceVersion": version}, hold_until - loop.time()
+                    ):
+                        if kind in ("ADDED", "MODIFIED"):
+                            return None  # there now: its endpoints next
+            except TimeoutError:
+                return verdict
+            if loop.time() - began < SHORT_WATCH:  # ended by the server: list again, paced
+                self._pace.failed(loop.time())
+            if not await self._paced(hold_until):
+                return verdict
+
+    _no_service_check = False  # the credentials may not list Services: endpoints only
+
+    def _report(self, reason: str) -> None:
+        """What the attempt in flight knows now (for progress and an interrupted wait)."""
+        from waitfor.net import activity
+
+        activity.report(sanitize.shown(reason, self._secrets))
+
+    _secrets: tuple[str, ...] = ()  # the credentials', for what _report passes on
+
+    def _matching(self, plural: str, selector: str) -> Callable[[dict[str, Json]], Verdict]:
+        from waitfor.kinds.k8s import ready
+
+        def judge(state: dict[str, Json]) -> Verdict:
+            if not state:
+                return ready.Verdict(False, f"no {plural} match {selector}")
+            return ready.Verdict(True, f"{len(state)} {plural} match {selector}")
+
+        return judge
 
     def _expectation(self, obj: Json) -> Verdict:
         from waitfor.kinds.k8s import ready
@@ -417,10 +578,10 @@ def _gone() -> type[Exception]:
     return Gone
 
 
-def _outcome(verdict: Verdict) -> Outcome:
+def _outcome(verdict: Verdict, note: str = "") -> Outcome:
     if verdict.fatal:
         return Outcome.fatal(verdict.reason)
-    return Outcome(verdict.ready, verdict.reason)
+    return Outcome(verdict.ready, f"{verdict.reason}; {note}" if note else verdict.reason)
 
 
 def _name(obj: Json) -> str:

@@ -2,8 +2,9 @@
 
 Discovery resolves a TYPE as kubectl's REST mapper does: ``PLURAL``, singular (the kind in lower
 case), short names and the kind, optionally qualified ``.GROUP`` or ``.VERSION.GROUP``; the core
-group first, then the groups in the server's order (a well-known type's group is asked first, so
-``job`` costs two requests, not one per group).
+group first, then the groups in the server's order, every version they serve (preferred first; a
+well-known type's group is asked first, so ``job`` costs two requests, not one per group). What
+discovery read is kept for the whole wait (:class:`Discovery`, owned by the check).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from waitfor import jsonexpect as expect
 from waitfor.kinds.k8s.config import Credentials
@@ -53,6 +54,11 @@ GROUP_HINTS = {
 }
 _VERSION = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?")
 _USER = re.compile(r'User "([^"\x00-\x1f]{1,200})"')
+#: discovery requests in flight at once (a server may serve hundreds of groups)
+DISCOVERY_CONCURRENCY = 32
+#: a TYPE not found is looked up again after 2 s, doubling to 30 s (a CRD installed later)
+REDISCOVER_FIRST = 2.0
+REDISCOVER_MAX = 30.0
 #: characters of the "server offers" list in a reason: the whole reason must fit in the report's
 #: line (waitfor.sanitize.MAX_LENGTH, 400), which would cut it anywhere
 MAX_OFFERED = 280
@@ -81,9 +87,10 @@ class Resource(Value):
 class ApiError(Exception):
     """The API server answered with an error status: the reason is built from parsed parts."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, retry_after: float = 0.0) -> None:
         super().__init__(reason)
         self.status = status
+        self.retry_after = retry_after  # a 429's Retry-After, in seconds
 
 
 class Gone(Exception):
@@ -99,12 +106,16 @@ def safe_text(value: object, limit: int = 200) -> str:
 class Api:
     """One attempt's conversation with the API server (a fresh connection per request)."""
 
-    def __init__(self, credentials: Credentials, budget: float) -> None:
+    def __init__(
+        self, credentials: Credentials, budget: float, discovery: Discovery | None = None
+    ) -> None:
         import httpx
 
         from waitfor.net.httptransport import NetTransport
 
         self.credentials = credentials
+        self.discovery = discovery or Discovery()
+        self.last_path = ""  # what the last request read, for a reason that names it
         self._budget = budget
         self._extensions = {"sni_hostname": credentials.sni} if credentials.sni else {}
         self._client = httpx.AsyncClient(
@@ -119,11 +130,9 @@ class Api:
         await self._client.aclose()
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Json:
+        self.last_path = path
         response = await self._client.get(path, params=params, extensions=self._extensions)
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, self._describe_error(response))
-        if response.is_redirect:  # an API server never redirects: a proxy or a wrong URL
-            raise ApiError(response.status_code, f"HTTP {response.status_code}: a redirect")
+        self._check(response)
         try:
             document = expect.load(response.text)  # bounded nesting: no RecursionError
         except ValueError:
@@ -143,13 +152,25 @@ class Api:
             headers={"Content-Type": content_type},
             extensions=self._extensions,
         )
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, self._describe_error(response))
+        self._check(response)
         try:
             document = response.json()
         except ValueError:
             return {}
         return document if isinstance(document, dict) else {}
+
+    def _check(self, response: httpx.Response) -> None:
+        """ApiError for an error status or a redirect (its body read first)."""
+        status = response.status_code
+        if 300 <= status < 400:
+            # An API server never redirects: a proxy or a wrong URL. httpx does not follow it,
+            # so the token never goes to where it points; the host is named, not the URL.
+            host = _host_of(response.headers.get("Location", ""))
+            where = f" to {safe_text(host, 100)}" if host else " without a location"
+            raise ApiError(status, f"API server answered a redirect{where}; not followed")
+        if status >= 400:
+            retry_after = _retry_after(response.headers.get("Retry-After")) if status == 429 else 0
+            raise ApiError(status, self._describe_error(response), retry_after)
 
     def _describe_error(self, response: httpx.Response) -> str:
         status = response.status_code
@@ -160,6 +181,10 @@ class Api:
         body = body if isinstance(body, dict) else {}
         if status == 401:
             return "token refused by the API server (401 Unauthorized)"
+        if status == 429:
+            seconds = _retry_after(response.headers.get("Retry-After"))
+            later = f", retry after {seconds:g}s" if seconds else ""
+            return f"API server is busy (429 Too Many Requests{later})"
         if status == 403:
             match = _USER.search(str(body.get("message", "")))
             return forbidden_who(match.group(1) if match else None) or self.credentials.who
@@ -181,9 +206,9 @@ class Api:
         try:
             if response.status_code == 410:
                 raise Gone()
-            if response.status_code >= 400:
+            if response.status_code >= 300:
                 await response.aread()
-                raise ApiError(response.status_code, self._describe_error(response))
+                self._check(response)
             async for line in response.aiter_lines():
                 if not line.strip():
                     continue
@@ -205,64 +230,79 @@ class Api:
     # --- discovery ---------------------------------------------------------------------------
 
     async def resolve(self, text: str) -> Resource:
-        """The resource a TYPE names; LookupError listing what the server offers if none."""
+        """The resource a TYPE names; LookupError listing what the server offers if none.
+
+        Every version a group serves counts (CronJob is only ``batch/v1beta1`` on 1.20), the
+        preferred one first, as kubectl's REST mapper orders them.
+        """
         name, _, qualifier = text.lower().partition(".")
         if qualifier:
             groups = await self._groups()
-            candidates = []
-            if qualifier in groups:
-                candidates.append((qualifier, groups[qualifier]))
+            candidates = [(qualifier, version) for version in groups.get(qualifier, ())]
             version, _, group = qualifier.partition(".")
-            if group and _VERSION.fullmatch(version):
+            if group and _VERSION.fullmatch(version) and version in groups.get(group, ()):
                 candidates.append((group, version))
+            offered: list[Resource] = []
             for group_name, group_version in candidates:
-                found = _match(name, await self._resources(group_name, group_version))
+                resources = await self._resources(group_name, group_version)
+                found = _match(name, resources)
                 if found is not None:
                     return found
-            raise LookupError(f"unknown type {text!r}; {await self._offered(name)}")
+                offered.extend(resources)
+            if not candidates:  # no such group: what the server offers (scanned once a run)
+                shown = group if group and _VERSION.fullmatch(version) else qualifier
+                known = list(await self._resources("", "v1"))
+                for listed in await self._all_groups(groups):
+                    known.extend(listed)
+                raise LookupError(
+                    f"unknown type {text!r} (no API group {shown}); {_offered(name, known)}"
+                )
+            raise LookupError(f"unknown type {text!r}; {_offered(name, offered)}")
         core = await self._resources("", "v1")
         found = _match(name, core)
         if found is not None:
             return found
         groups = await self._groups()
         hint = GROUP_HINTS.get(name)
-        if hint in groups:
-            found = _match(name, await self._resources(hint, groups[hint]))
+        for version in groups.get(hint or "", ()):
+            found = _match(name, await self._resources(hint or "", version))
             if found is not None:
                 return found
-        for resources in await self._all_groups(groups):
+        every = await self._all_groups(groups)
+        for resources in every:
             found = _match(name, resources)
             if found is not None:
                 return found
-        raise LookupError(f"unknown type {text!r}; {await self._offered(name)}")
+        everything = [resource for resources in [core, *every] for resource in resources]
+        raise LookupError(f"unknown type {text!r}; {_offered(name, everything)}")
 
     async def serves(self, group: str, version: str) -> bool:
-        groups = await self._groups()
-        if group not in groups:
-            return False
-        try:
-            await self._resources(group, version)
-        except ApiError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return version in (await self._groups()).get(group, ())
 
-    async def _groups(self) -> dict[str, str]:
-        """group name -> its preferred version, in the server's order."""
-        cached: dict[str, str] | None = getattr(self, "_group_cache", None)
-        if cached is None:
+    async def _groups(self) -> dict[str, tuple[str, ...]]:
+        """group name -> the versions it serves, preferred first, in the server's order."""
+        cache = self.discovery
+        if cache.groups is None:
             document = await self.get("/apis")
-            cached = {}
+            groups: dict[str, tuple[str, ...]] = {}
             for group in document.get("groups") or []:
-                preferred = (group.get("preferredVersion") or {}).get("version")
-                if group.get("name") and preferred:
-                    cached[str(group["name"])] = str(preferred)
-            self._group_cache = cached
-        return cached
+                if not isinstance(group, dict) or not group.get("name"):
+                    continue
+                preferred = str(_dict(group.get("preferredVersion")).get("version") or "")
+                served = [
+                    str(item["version"])
+                    for item in group.get("versions") or []
+                    if isinstance(item, dict) and item.get("version")
+                ]
+                versions = dict.fromkeys([preferred] if preferred else [])
+                versions.update(dict.fromkeys(served))
+                if versions:
+                    groups[str(group["name"])] = tuple(versions)
+            cache.settle(groups)
+        return groups if cache.groups is None else cache.groups
 
     async def _resources(self, group: str, version: str) -> list[Resource]:
-        cache: dict[tuple[str, str], list[Resource]] = self.__dict__.setdefault("_res_cache", {})
+        cache = self.discovery.resources
         key = (group, version)
         if key not in cache:
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -281,39 +321,111 @@ class Api:
             ]
         return cache[key]
 
-    async def _all_groups(self, groups: dict[str, str]) -> list[list[Resource]]:
+    async def _all_groups(self, groups: dict[str, tuple[str, ...]]) -> list[list[Resource]]:
+        """Every group's resources: the preferred versions of all groups, then the others."""
+        limit = asyncio.Semaphore(DISCOVERY_CONCURRENCY)
+
         async def one(group: str, version: str) -> list[Resource]:
-            try:
-                return await self._resources(group, version)
-            except ApiError:  # an aggregated API that is down: kubectl skips it too
-                return []
+            async with limit:
+                try:
+                    return await self._resources(group, version)
+                except ApiError:  # an aggregated API that is down: kubectl skips it too
+                    return []
 
-        return list(await asyncio.gather(*(one(g, v) for g, v in groups.items())))
+        order = [(g, versions[0]) for g, versions in groups.items()]
+        order += [(g, v) for g, versions in groups.items() for v in versions[1:]]
+        return list(await asyncio.gather(*(one(g, v) for g, v in order)))
 
-    async def _offered(self, name: str) -> str:
-        """ "did you mean jobs.batch?" and what the server offers, within MAX_OFFERED."""
-        import difflib
 
-        core = await self._resources("", "v1")
-        names: dict[str, Resource] = {}
-        for resources in [core, *await self._all_groups(await self._groups())]:
-            for resource in resources:
-                for alias in (resource.plural, resource.kind.lower(), *resource.short_names):
-                    names.setdefault(alias, resource)
-        close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-        hint = ", ".join(dict.fromkeys(names[alias].qualified for alias in close))
-        # the types with short names first: the ones people type (deploy, svc, cm, ...)
-        offered = sorted(
-            dict.fromkeys(names.values()), key=lambda r: (not r.short_names, r.qualified)
-        )
-        listed = []
-        for resource in offered:
-            short = f" ({', '.join(resource.short_names)})" if resource.short_names else ""
-            listed.append(f"{resource.qualified}{short}")
-        text = ", ".join(listed)
-        if len(text) > MAX_OFFERED:
-            text = text[: MAX_OFFERED - 1].rsplit(", ", 1)[0] + ", …"
-        return (f"did you mean {hint}? " if hint else "") + f"the server offers: {text}"
+class Discovery:
+    """What the API server serves, kept for the whole wait (the check owns it, across attempts).
+
+    A TYPE found is found for good. A TYPE not found (a CRD not installed yet) looks again, but
+    no sooner than :meth:`due` allows: 2 s after the first miss, doubling to 30 s, each look
+    asking ``/api/v1`` and ``/apis`` again and only the groups that are new or changed (every
+    fourth look asks them all again: a resource added to a group that was there already).
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[str, tuple[str, ...]] | None = None
+        self.resources: dict[tuple[str, str], list[Resource]] = {}
+        self.misses = 0
+        self._again_at = 0.0
+        self._previous: dict[str, tuple[str, ...]] = {}
+
+    def missed(self, now: float) -> None:
+        self._again_at = now + min(REDISCOVER_MAX, REDISCOVER_FIRST * 2.0 ** min(self.misses, 8))
+        self.misses += 1
+
+    def due(self, now: float) -> bool:
+        return self.misses > 0 and now >= self._again_at
+
+    def refresh(self, group: str = "") -> None:
+        """Look again: forget the lists that may have changed (and ``group``'s, if named)."""
+        self._previous = self.groups or {}
+        self.groups = None
+        self.resources.pop(("", "v1"), None)
+        for key in [key for key in self.resources if key[0] == group and group]:
+            del self.resources[key]
+        if self.misses % 4 == 0:
+            self.resources.clear()
+
+    def settle(self, groups: dict[str, tuple[str, ...]]) -> None:
+        """``/apis`` read again: a group gone or serving other versions is asked again."""
+        for group, versions in self._previous.items():
+            if groups.get(group) != versions:
+                for version in versions:
+                    self.resources.pop((group, version), None)
+        self._previous = {}
+        self.groups = groups
+
+
+def _retry_after(value: str | None) -> float:
+    """Retry-After's seconds (an HTTP date, or nonsense: 0, the pace's own delay)."""
+    text = (value or "").strip()
+    if text.isascii() and text.isdigit() and len(text) <= 6:
+        return float(text)
+    return 0.0
+
+
+def _host_of(url: str) -> str:
+    """``HOST[:PORT]`` of a Location (never its userinfo, path or query), "" if none."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return ""
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: the host alone
+        port = None
+    return f"{host}:{port}" if host and port else host
+
+
+def _offered(name: str, resources: Sequence[Resource]) -> str:
+    """ "did you mean jobs.batch?" and what the server offers, within MAX_OFFERED."""
+    import difflib
+
+    names: dict[str, Resource] = {}
+    for resource in resources:
+        for alias in (resource.plural, resource.kind.lower(), *resource.short_names):
+            names.setdefault(alias, resource)
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    hint = ", ".join(dict.fromkeys(names[alias].qualified for alias in close))
+    # the types with short names first: the ones people type (deploy, svc, cm, ...)
+    offered = sorted(dict.fromkeys(names.values()), key=lambda r: (not r.short_names, r.qualified))
+    listed = []
+    for resource in offered:
+        short = f" ({', '.join(resource.short_names)})" if resource.short_names else ""
+        listed.append(f"{resource.qualified}{short}")
+    text = ", ".join(listed) or "nothing"
+    if len(text) > MAX_OFFERED:
+        text = text[: MAX_OFFERED - 1].rsplit(", ", 1)[0] + ", …"
+    return (f"did you mean {hint}? " if hint else "") + f"the server offers: {text}"
+
+
+def _dict(value: object) -> Json:
+    return value if isinstance(value, dict) else {}
 
 
 def _match(name: str, resources: Sequence[Resource]) -> Resource | None:
