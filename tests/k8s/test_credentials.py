@@ -132,10 +132,11 @@ def test_an_in_cluster_token_that_is_no_header_value_is_not_ready(
 
 
 def test_basic_auth_that_cannot_be_sent_is_a_configuration_error(tmp_path: Path) -> None:
-    for user in (
+    users: list[dict[str, object]] = [
         {"username": "a:b", "password": TOKEN},
         {"username": "u", "password": f"{TOKEN}\n"},
-    ):
+    ]
+    for user in users:
         with api_server() as url:
             out = run_everywhere(kubeconfig(tmp_path, url, user), tmp_path)
         clean(out)
