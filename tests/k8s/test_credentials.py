@@ -131,6 +131,17 @@ def test_an_in_cluster_token_that_is_no_header_value_is_not_ready(
     assert f"serviceaccount token {shown} is not a bearer token" in out, out
 
 
+def test_a_token_file_of_2_mib_is_not_read_whole(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN * ((2 << 20) // len(TOKEN)))
+    with api_server() as url:
+        config = kubeconfig(tmp_path, url, {"tokenFile": str(token_file)})
+        code, out, _ = waitfor(config, "-t", "1", "k8s:job/x")
+    clean(out)
+    assert code == 124, out
+    assert f"tokenFile {token_file} is larger than 1 MiB" in out, out
+
+
 def test_basic_auth_that_cannot_be_sent_is_a_configuration_error(tmp_path: Path) -> None:
     users: list[dict[str, object]] = [
         {"username": "a:b", "password": TOKEN},

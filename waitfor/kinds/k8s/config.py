@@ -427,9 +427,11 @@ def _read_token(path: str, what: str) -> str:
     """The token in a file, checked (not ready if it cannot be sent: the file may be rewritten)."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as file:
-            token = file.read(MAX_PLUGIN_OUTPUT).strip()
+            token = file.read(MAX_PLUGIN_OUTPUT + 1).strip()
     except OSError as exc:
         raise CredentialError(f"{what} {path}: {exc.strerror or exc}") from None
+    if len(token) > MAX_PLUGIN_OUTPUT:  # bounded as a plugin's output: a token is kilobytes
+        raise CredentialError(f"{what} {path} is larger than {MAX_PLUGIN_OUTPUT >> 20} MiB")
     if problem := bearer_problem(token):
         raise CredentialError(f"{what} {path} is not a bearer token: {problem}")
     return token
