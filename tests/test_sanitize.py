@@ -93,3 +93,59 @@ def test_one_printable_line_and_idempotent(text: str, secrets: frozenset[str]) -
 def test_the_token_of_an_authorization_header_alone() -> None:
     assert shown("invalid token abc.def", {"Bearer abc.def"}) == "invalid token ***"
     assert shown("a b c", {"a b"}) == "*** c"  # a password with a space: not every "b"
+
+
+# The forms an error message carries a secret in (issue 34): httpx's "Illegal header value
+# b'Bearer A\nB'" is the bytes' repr, not the secret's text.
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Illegal header value b'Bearer A\\nB'", "A\nB"),  # bytes repr: \n as two characters
+        ("Illegal header value b'Bearer tok-caf\\xc3\\xa9'", "tok-caf\u00e9"),  # its UTF-8
+        ("bad value 'tok-caf\\xe9'", "tok-caf\u00e9"),  # ascii()
+        ('{"token": "tok-caf\\u00e9"}', "tok-caf\u00e9"),  # JSON
+        ('{"token": "A\\u0001B\\"C"}', 'A\x01B"C'),  # JSON, a control character and a quote
+        ("bad value 'A\\x01B'", "A\x01B"),  # repr
+        ("sent A%0AB", "A\nB"),  # percent-encoded
+        ("sent A%0aB", "A\nB"),  # any case
+        ("sent tok-caf%C3%A9", "tok-caf\u00e9"),
+        ("sent A\\tB", "A\tB"),
+        ("sent 'A\\\\B'", "A\\B"),  # a backslash, escaped
+    ],
+)
+def test_a_secret_in_the_escaped_forms_errors_carry(text: str, secret: str) -> None:
+    result = shown(text, {secret})
+    assert "***" in result, result
+    for part in secret.replace("\\", " ").split():
+        assert len(part) < 2 or part not in result, result
+
+
+def escaped_forms(secret: str) -> list[str]:
+    import json
+
+    data = secret.encode("utf-8", "surrogatepass")
+    return [
+        repr(secret)[1:-1],
+        ascii(secret)[1:-1],
+        repr(data)[2:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote_plus(secret),
+    ]
+
+
+secret_with_controls = st.text(
+    st.sampled_from(string.ascii_letters + string.digits + "\n\t\x01\x7f\\\"'/é\u2028"), min_size=4
+)
+
+
+@given(secret_with_controls, hostile, hostile, st.integers(0, 6))
+def test_no_escaped_form_of_a_secret_survives(
+    secret: str, before: str, after: str, which: int
+) -> None:
+    form = escaped_forms(secret)[which]
+    result = shown(before + " " + form + " " + after, {secret})
+    assert form not in result
+    assert result.isprintable()
+    assert len(result) <= MAX_LENGTH

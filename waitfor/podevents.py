@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from waitfor import sanitize
 from waitfor.events import Event, EventType, TargetResult
 from waitfor.report import Reporter
 from waitfor.targets import Target
@@ -108,6 +109,9 @@ class PodEvents(Reporter):
         self._names = itertools.count()
         self._api: Callable[[], Any] | None = None
         self._pod: Json = {}
+        #: every credential's secrets seen: what a line of ours says passes sanitize.shown with
+        #: them (a 403's user name is the server's text, and a hostile one may echo the token)
+        self._secrets: set[str] = set()
 
     # -- the reporter side: called by the runner, synchronously ------------------------------
 
@@ -201,7 +205,7 @@ class PodEvents(Reporter):
 
     def _turn_off(self, line: str | None) -> None:
         if not self.off and line:
-            self.say(line)
+            self.say(sanitize.shown(line, frozenset(self._secrets)))
         self.off = True
         self._ready.set()
         for track in self._tracks.values():
@@ -218,10 +222,11 @@ class PodEvents(Reporter):
         except (config.ConfigError, config.CredentialError) as exc:
             self._turn_off(f"no Events: {exc}")
             return
+        self._secrets |= credentials.secrets
         namespace = self.environ.get("POD_NAMESPACE", "").strip() or credentials.namespace
         name = self.environ.get("POD_NAME", "").strip() or socket.gethostname()
         self._pod = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace}
-        self._api = lambda: _Session(source, client)
+        self._api = lambda: _Session(source, client, self._secrets)
         uid: str | None = self.environ.get("POD_UID", "").strip()
         problem = None
         if not uid:
@@ -234,11 +239,12 @@ class PodEvents(Reporter):
         waiting.count, waiting.first, waiting.last = 1, _timestamp(), _timestamp()
         await self._send(waiting)
         if problem and waiting.sent:  # said only when Events do go out
-            self.say(
+            line = (
                 f"events: pod {namespace}/{name} {problem}: its Events go without its uid and "
                 "kubectl describe will not list them (set POD_UID from the downward API's "
                 "metadata.uid)"
             )
+            self.say(sanitize.shown(line, frozenset(self._secrets)))
         self._ready.set()
 
     async def _uid(self, name: str, namespace: str) -> tuple[str | None, str | None]:
@@ -365,12 +371,13 @@ class PodEvents(Reporter):
 class _Session:
     """One API call's client, with the credentials as they are now (tokens rotate)."""
 
-    def __init__(self, source: Any, client: Any) -> None:
-        self._source, self._client = source, client
+    def __init__(self, source: Any, client: Any, secrets: set[str]) -> None:
+        self._source, self._client, self._secrets = source, client, secrets
         self._api: Api | None = None
 
     async def __aenter__(self) -> Api:
         credentials = await self._source.credentials(CALL_TIMEOUT)
+        self._secrets |= credentials.secrets  # a rotated token, a plugin's new credential
         self._api = self._client.Api(credentials, CALL_TIMEOUT)
         assert self._api is not None
         return self._api

@@ -9,6 +9,8 @@ CheckFailed`, so every kind, built in or plugged in, is covered without a line o
 - removes the target's secrets (``Target.secrets``), in any letter case, as given and
   percent-decoded and percent-encoded: a server that echoes a login (Redis with AUTH renamed
   answers ``unknown command 'AUTH', with args beginning with: 'S3cretPW'``, NATS lower-cases it);
+  and escaped as repr(), a bytes repr or JSON escape it (``Illegal header value b'Bearer
+  A\\nB'``), the forms derived from each secret;
 - makes it one line: line breaks and other white space become one space, other control and
   format characters (ESC, C1, bidi overrides, zero-width marks, lone surrogates) are shown
   escaped (``\\x1b``), so a server cannot forge a report line or drive the terminal;
@@ -82,7 +84,9 @@ def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
 
 
 def _forms(secret: str) -> set[str]:
-    """The ways a server may echo ``secret``: as given, decoded, encoded (``%2F`` or ``/``)."""
+    """The ways a message may carry ``secret``: as given, decoded, percent-encoded (``%2F`` or
+    ``/``), and escaped as Python and JSON escape it (an exception quoting the bytes it could
+    not send, ``b'Bearer A\\nB'``; a JSON error body): derived from the secret, not guessed."""
     from waitfor.urlsplit import unquote
 
     decoded = unquote(secret)
@@ -92,9 +96,26 @@ def _forms(secret: str) -> set[str]:
         scheme, _, credentials = value.partition(" ")
         if scheme.isalpha() and len(credentials.strip()) >= 4:  # not "b" of a password "a b"
             forms.add(credentials.strip())
-    for value in list(forms):
+    plain = list(forms)
+    for value in plain:
         forms |= {_quote(value, b""), _quote(value, b"/"), _quote(value, b"", plus=True)}
+    for value in plain:
+        forms |= _escaped(value)
     return forms | {_one_line(form) for form in forms if not form.isprintable()}
+
+
+def _escaped(text: str) -> set[str]:
+    """``text`` inside repr(), ascii(), a bytes repr (its UTF-8) and a JSON string, unquoted."""
+    import json
+
+    data = text.encode("utf-8", "surrogatepass")
+    return {
+        repr(text)[1:-1],
+        ascii(text)[1:-1],
+        repr(data)[2:-1],
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
+    }
 
 
 def _quote(text: str, safe: bytes, plus: bool = False) -> str:

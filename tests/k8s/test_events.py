@@ -4,14 +4,17 @@ way `kubectl describe pod` finds them (involvedObject name, namespace, kind and 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from tests.k8s import test_hostile as hostile
 from tests.k8s.lab import ControlPlane
 from tests.servers import free_port, tcp_listener
 from waitfor import podevents
@@ -281,3 +284,51 @@ def test_sigterm_ends_the_wait_at_once(
             proc.kill()
             proc.communicate()
     assert log.read_text().startswith("interrupted by SIGTERM\ntcp://127.0.0.1:")
+
+
+# --- every failure of the Events' own path reads as a reason (issue 34) -------------------------
+# No lab needed: the scripted API server of test_hostile, or none at all.
+
+PLUGIN_FAILURES = {
+    "hangs": ("exec sleep 60\n", "no Events: exec plugin plugin did not finish within 5.0s"),
+    "exits 3": ("exit 3\n", "no Events: exec plugin plugin exited with status 3"),
+    "writes 2 MB": (
+        "head -c 2000000 /dev/zero\n",
+        "no Events: exec plugin plugin wrote more than 1 MiB",
+    ),
+    "prints no credential": (
+        "echo '{}'\n",
+        "no Events: exec plugin plugin did not print an ExecCredential of "
+        "client.authentication.k8s.io/v1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLUGIN_FAILURES))
+def test_a_failing_exec_plugin_is_said_as_such(case: str, tmp_path: Path) -> None:
+    script, said = PLUGIN_FAILURES[case]
+    config = hostile.kubeconfig(
+        tmp_path, "http://127.0.0.1:1", hostile.plugin_user(tmp_path, script)
+    )
+    env = {**os.environ, "KUBECONFIG": str(config), "POD_NAME": "p", "POD_NAMESPACE": "app"}
+    code, out, took = run(env, "-t", "6", f"tcp://127.0.0.1:{free_port()}")
+    assert code == 124, out
+    assert took < 6 + podevents.GRACE + 1.5, out
+    assert said_about_events(out) == [f"waitfor: {said}"], out
+
+
+def test_a_403_echoing_the_token_is_said_without_it(tmp_path: Path) -> None:
+    def forbidden(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        message = f'events is forbidden: User "{hostile.TOKEN}" cannot create resource "events"'
+        hostile.reply_json(conn, 403, {"kind": "Status", "code": 403, "message": message})
+
+    with hostile.api_server(forbidden) as url:
+        config = hostile.kubeconfig(tmp_path, url)
+        env = {**os.environ, "KUBECONFIG": str(config), "POD_NAME": "p", "POD_NAMESPACE": "app"}
+        code, out, _ = run(env, "-t", "2", f"tcp://127.0.0.1:{free_port()}")
+    assert code == 124, out
+    hostile.clean(out)
+    assert said_about_events(out) == [
+        "waitfor: no Events: user *** cannot create events in namespace app: "
+        "needs create, patch on events"
+    ], out

@@ -32,6 +32,13 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 #: an exec credential is renewed this long before it expires
 EXPIRY_MARGIN = 10.0
+#: what an exec plugin may write: an ExecCredential is a few KB (a certificate and key ~5 KB);
+#: more is a broken plugin, stopped before it fills the memory of a 128 Mi container
+MAX_PLUGIN_OUTPUT = 1 << 20
+#: kubeconfig fields that change where the request goes or whom it acts as: not supported, so
+#: refused (exit 2) rather than ignored
+_UNSUPPORTED_CLUSTER = ("proxy-url",)
+_IMPERSONATION = ("as", "as-uid", "as-groups", "as-user-extra")
 
 Json = dict[str, Any]
 
@@ -104,16 +111,33 @@ class Source:
         cluster = clusters.get(context.get("cluster") or "")
         if cluster is None:
             raise ConfigError(f"context {name!r}: no cluster {context.get('cluster')!r}")
+        for key in _UNSUPPORTED_CLUSTER:
+            if cluster.get(key):  # its value is not shown: a proxy URL may carry a password
+                raise ConfigError(
+                    f"context {name!r}: cluster {context.get('cluster')!r} sets {key}, which "
+                    "waitfor does not support (it connects to the server directly)"
+                )
         server = str(cluster.get("server") or "").rstrip("/")
         if not _server_url(server):
             raise ConfigError(f"context {name!r}: cluster server must be an http(s) URL")
         user_name = str(context.get("user") or "")
         user = _named(config, "users", "user").get(user_name, {})
+        for key in _IMPERSONATION:
+            if user.get(key):
+                raise ConfigError(
+                    f"kubeconfig user {user_name!r} sets {key} (impersonation), which waitfor "
+                    "does not support"
+                )
         headers: dict[str, str] = {}
         secrets: set[str] = set()
         cert_pem = _pem(user, "client-certificate")
         key_pem = _pem(user, "client-key")
+        pair_from = None  # the plugin that gave the certificate, if one did
         token = user.get("token") or None
+        if token and (problem := bearer_problem(str(token))):
+            raise ConfigError(
+                f"kubeconfig user {user_name!r} token is not a bearer token: {problem}"
+            )
         if user.get("tokenFile"):
             token = _read_token(str(user["tokenFile"]), "tokenFile") or token
         if user.get("exec"):
@@ -121,6 +145,7 @@ class Source:
             token = plugin.token or token
             if plugin.cert_pem and plugin.key_pem:
                 cert_pem, key_pem = plugin.cert_pem, plugin.key_pem
+                pair_from = f"exec plugin {_plugin_name(user['exec'])}"
         elif user.get("auth-provider"):
             provider = str((user["auth-provider"] or {}).get("name") or "?")
             raise ConfigError(
@@ -131,17 +156,27 @@ class Source:
             headers["Authorization"] = f"Bearer {token}"
             secrets.add(str(token))
         elif user.get("username") and user.get("password"):
+            if problem := _basic_problem(str(user["username"]), str(user["password"])):
+                raise ConfigError(
+                    f"kubeconfig user {user_name!r} username / password cannot be sent as basic "
+                    f"auth: {problem}"
+                )
             pair = f"{user['username']}:{user['password']}".encode()
             headers["Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
             secrets.update({str(user["password"]), headers["Authorization"][6:]})
         if key_pem:
             secrets.add(key_pem)
-        tls = tls_context(
-            ca_pem=_pem(cluster, "certificate-authority"),
-            insecure=bool(cluster.get("insecure-skip-tls-verify")),
-            cert_pem=cert_pem,
-            key_pem=key_pem,
-        )
+        try:
+            tls = tls_context(
+                ca_pem=_pem(cluster, "certificate-authority"),
+                insecure=bool(cluster.get("insecure-skip-tls-verify")),
+                cert_pem=cert_pem,
+                key_pem=key_pem,
+                pair_from=pair_from,
+            )
+        except CredentialError:
+            self._plugin = None  # the plugin's pair did not load: ask it again next time
+            raise
         return Credentials(
             server=server,
             context=tls,
@@ -158,6 +193,35 @@ class Source:
             return cached
         self._plugin = plugin = await run_exec_plugin(spec, cluster, self.environ, budget)
         return plugin
+
+
+def bearer_problem(token: str) -> str | None:
+    """Why ``token`` cannot be sent as ``Authorization: Bearer TOKEN``, in words that do not
+    quote it; None if it can. RFC 9110 forbids control characters, DEL and (but as opaque
+    obs-text) non-ASCII in a field value; the API server takes the token up to the first space.
+    Refused here, before any header is built: httpx's error would quote the header's value."""
+    for char in token:
+        if char in " \t":
+            return "it holds white space"
+        if not char.isascii():
+            return "it holds a non-ASCII character"
+        if not char.isprintable():
+            return "it holds a control character"
+    return None
+
+
+def _basic_problem(username: str, password: str) -> str | None:
+    """RFC 7617: no control characters in either, no ``:`` in the user-id (the server splits
+    the pair at the first one)."""
+    if ":" in username:
+        return "the username holds a ':'"
+    if not (username + password).isprintable():
+        return "it holds a control character"
+    return None
+
+
+def _plugin_name(spec: Json) -> str:
+    return os.path.basename(str(spec.get("command") or "")) or "?"
 
 
 def _server_url(text: str) -> bool:
@@ -250,6 +314,7 @@ _SHAPE: dict[str, dict[str, type]] = {
         "certificate-authority-data": str,
         "insecure-skip-tls-verify": bool,
         "tls-server-name": str,
+        "proxy-url": str,
         "extensions": list,
     },
     "context": {"cluster": str, "user": str, "namespace": str},
@@ -264,6 +329,10 @@ _SHAPE: dict[str, dict[str, type]] = {
         "password": str,
         "exec": dict,
         "auth-provider": dict,
+        "as": str,
+        "as-uid": str,
+        "as-groups": list,
+        "as-user-extra": dict,
     },
     "exec": {
         "apiVersion": str,
@@ -355,12 +424,17 @@ def _pem(body: Json, key: str) -> str | None:
 
 
 def _read_token(path: str, what: str) -> str:
+    """The token in a file, checked (not ready if it cannot be sent: the file may be rewritten)."""
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read().strip()
-    except (OSError, UnicodeError) as exc:
-        problem = getattr(exc, "strerror", None) or "not readable as text"
-        raise CredentialError(f"{what} {path}: {problem}") from None
+        with open(path, encoding="utf-8", errors="surrogateescape") as file:
+            token = file.read(MAX_PLUGIN_OUTPUT + 1).strip()
+    except OSError as exc:
+        raise CredentialError(f"{what} {path}: {exc.strerror or exc}") from None
+    if len(token) > MAX_PLUGIN_OUTPUT:  # bounded as a plugin's output: a token is kilobytes
+        raise CredentialError(f"{what} {path} is larger than {MAX_PLUGIN_OUTPUT >> 20} MiB")
+    if problem := bearer_problem(token):
+        raise CredentialError(f"{what} {path} is not a bearer token: {problem}")
+    return token
 
 
 def in_cluster(environ: Mapping[str, str]) -> Credentials:
@@ -419,8 +493,12 @@ def tls_context(
     insecure: bool = False,
     cert_pem: str | None = None,
     key_pem: str | None = None,
+    pair_from: str | None = None,
 ) -> ssl.SSLContext:
-    """A client context from PEM text (kubeconfigs carry data as often as files); cached."""
+    """A client context from PEM text (kubeconfigs carry data as often as files); cached.
+
+    ``pair_from`` names the exec plugin that gave the certificate and key: if they do not load,
+    that is not ready (CredentialError, the plugin may do better), not a configuration error."""
     key = (ca_pem, insecure, cert_pem, key_pem)
     cached = _CONTEXTS.get(key)
     if cached is not None:
@@ -437,7 +515,14 @@ def tls_context(
     else:
         context = ssl.create_default_context()
     if cert_pem and key_pem:
-        _load_cert_chain(context, cert_pem, key_pem)
+        try:
+            _load_cert_chain(context, cert_pem, key_pem)
+        except ConfigError:
+            if pair_from is None:
+                raise
+            raise CredentialError(
+                f"{pair_from}: client certificate / key are not a usable PEM pair"
+            ) from None
     _CONTEXTS[key] = context
     return context
 
@@ -450,10 +535,10 @@ def _load_cert_chain(context: ssl.SSLContext, cert_pem: str, key_pem: str) -> No
         for name, text in (("cert", cert_pem), ("key", key_pem)):
             fd = os.memfd_create(f"waitfor-k8s-{name}", os.MFD_CLOEXEC)
             descriptors.append(fd)
-            os.write(fd, text.encode())
+            os.write(fd, text.encode("utf-8", "surrogateescape"))
             paths.append(f"/proc/self/fd/{fd}")
         context.load_cert_chain(paths[0], paths[1])
-    except (ssl.SSLError, OSError):
+    except (ssl.SSLError, OSError, UnicodeError):
         raise ConfigError("client-certificate / client-key are not a usable PEM pair") from None
     finally:
         for fd in descriptors:
@@ -519,7 +604,7 @@ async def run_exec_plugin(
         {"apiVersion": api_version, "kind": "ExecCredential", "spec": info}
     )
     argv = [command, *(str(arg) for arg in spec.get("args") or [])]
-    shown = os.path.basename(command)
+    shown = _plugin_name(spec)
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -532,14 +617,23 @@ async def run_exec_plugin(
     except OSError as exc:
         hint = f" ({spec['installHint']})" if spec.get("installHint") else ""
         raise ConfigError(f"exec plugin {shown}: {exc.strerror or exc}{hint}") from None
+    from waitfor.net.activity import waiting_on
+
     try:
-        async with asyncio.timeout(budget):
-            stdout, _ = await process.communicate()
-    except BaseException:
+        # Cut off by the attempt's end instead, the runner says the same (waiting_on).
+        with waiting_on(lambda waited: f"exec plugin {shown} did not finish in {waited:.1f}s"):
+            async with asyncio.timeout(budget):
+                stdout = await _read_bounded(process, shown)
+                await process.wait()
+    except BaseException as exc:
         # The whole group: a child left holding stdout would keep the pipe open, and asyncio
         # (3.11) waits for the pipes before wait() returns. Reaped by the child watcher.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        if isinstance(exc, TimeoutError):
+            raise CredentialError(
+                f"exec plugin {shown} did not finish within {budget:.1f}s"
+            ) from None
         raise
     if process.returncode != 0:
         raise CredentialError(f"exec plugin {shown} exited with status {process.returncode}")
@@ -563,6 +657,10 @@ async def run_exec_plugin(
     key = _text(status.get("clientKeyData")) or None
     if not token and not (cert and key):
         raise CredentialError(f"exec plugin {shown} gave neither a token nor a certificate")
+    if token and (problem := bearer_problem(token)):
+        raise CredentialError(
+            f"exec plugin {shown} gave a token that is not a bearer token: {problem}"
+        )
     expires = 0.0
     if status.get("expirationTimestamp"):
         try:
@@ -571,6 +669,22 @@ async def run_exec_plugin(
         except ValueError:
             raise CredentialError(f"exec plugin {shown}: unreadable expirationTimestamp") from None
     return _Plugin(token=token, cert_pem=cert, key_pem=key, expires=expires)
+
+
+async def _read_bounded(process: asyncio.subprocess.Process, shown: str) -> bytes:
+    """The plugin's stdout, at most MAX_PLUGIN_OUTPUT bytes (its stderr goes to /dev/null: never
+    read, never shown, since a plugin may print the token there)."""
+    assert process.stdout is not None
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await process.stdout.read(1 << 16):
+        size += len(chunk)
+        if size > MAX_PLUGIN_OUTPUT:
+            raise CredentialError(
+                f"exec plugin {shown} wrote more than {MAX_PLUGIN_OUTPUT >> 20} MiB"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _text(value: object) -> str:
