@@ -30,14 +30,15 @@ if [ ! -e "$state/ran" ]; then
 fi
 """
 
+
 def test_a_hanging_attempt_is_noticed_half_a_second_after_its_timeout(tmp_path: Path) -> None:
     script = tmp_path / "check.sh"
     script.write_text(SCRIPT)
     script.chmod(0o755)
+    target = f"exec:{script} {tmp_path}"
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "20s", "--attempt-timeout", "2s"]
-        + [f"exec:{script} {tmp_path}"],
+        [sys.executable, "-m", "waitfor", "-t", "20s", "--attempt-timeout", "2s", target],
         capture_output=True,
         text=True,
         timeout=30,
