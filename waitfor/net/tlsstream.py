@@ -144,6 +144,11 @@ class StreamTransport(asyncio.Transport, asyncio.Protocol):
         except BaseException:  # as asyncio's start_tls: a handshake cut off closes the connection
             self._below.abort()  # (httpcore drops a stream whose start_tls raised, unclosed)
             raise
+        finally:
+            # The failure's traceback holds this frame and the future holds the failure: a
+            # cycle that would keep the connection's SSLObject (OpenSSL's C heap) alive until
+            # the cyclic collector ran, fragmenting the heap attempt after attempt.
+            del waiting
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if self._tls is None:
