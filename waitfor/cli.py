@@ -38,7 +38,7 @@ from waitfor.entry import (
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
-from waitfor.report import Tee, error_line, make_reporter
+from waitfor.report import Tee, error_line, exit_line, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
 MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
@@ -242,6 +242,9 @@ def exec_command(command: Sequence[str]) -> NoReturn:
         signal.signal(signum, signal.SIG_DFL)
     for signum in INHERITED_IGNORED:
         signal.signal(signum, signal.SIG_IGN)
+    if ERRORS["json"]:  # JSON's last word before the command's: waitfor's part ended well
+        sys.stderr.write(exit_line(0, command[0]))
+        flush_stdio()
     try:
         os.execvp(command[0], list(command))
     except OSError as exc:
@@ -291,6 +294,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         message = f"{describe_os_error(exc)}: raise the limit (ulimit -n) or wait for fewer targets"
         termination.current.failed(message)
         sys.stderr.write(error_line(message, 2, as_json=ERRORS["json"]))
+        if ERRORS["json"]:
+            sys.stderr.write(exit_line(2))
         flush_stdio()
         # Not sys.exit: a half-made event loop's finalizer would print asyncio's traceback.
         os._exit(2)
@@ -317,6 +322,8 @@ def run() -> NoReturn:
         ignore_interrupts()
         code = 128 + signalled.signum
         sys.stderr.write(error_line(signalled.describe(), code, as_json=ERRORS["json"]))
+    if ERRORS["json"]:  # every JSON run ends with its exit code, a timeout's included
+        sys.stderr.write(exit_line(code))
     flush_stdio()
     os._exit(code)
 
