@@ -195,9 +195,8 @@ def test_with_json_output_errors_are_json_too(
         args = [*asked.split(), *args]
     result = waitfor(*args, env=env)
     assert result.returncode == 2
-    record, end = json_lines(result.stderr)
+    [record] = json_lines(result.stderr)
     assert (record["event"], record["exit_code"]) == ("error", 2)
-    assert (end["event"], end["exit_code"]) == ("exit", 2)
     assert message in record["reason"]
     assert "hunter2" not in result.stderr
 
@@ -209,30 +208,28 @@ def test_with_json_output_every_way_to_fail_is_json(tmp_path: Path) -> None:
         failed = waitfor("-o", "json", "-t", "5", target)
     assert failed.returncode == 2
     records = json_lines(failed.stderr)
-    assert [r["event"] for r in records][-3:] == ["failed", "error", "exit"]
-    assert "root certificate file" in records[-2]["reason"]
+    assert [r["event"] for r in records][-2:] == ["failed", "error"]
+    assert "root certificate file" in records[-1]["reason"]
 
     port = free_port()
     with tcp_listener(port):
         missing = waitfor("-o", "json", f"tcp://127.0.0.1:{port}", "--", "no-such-command-xyz")
     assert missing.returncode == 127
-    assert json_lines(missing.stderr)[-2] == {
-        "time": json_lines(missing.stderr)[-2]["time"],
+    assert json_lines(missing.stderr)[-1] == {
+        "time": json_lines(missing.stderr)[-1]["time"],
         "event": "error",
         "reason": "command not found: no-such-command-xyz",
         "exit_code": 127,
     }
-    assert json_lines(missing.stderr)[-1]["exit_code"] == 127  # the exit event's: the last word
 
     proc = start("-o", "json", "-t", "60", f"tcp://127.0.0.1:{free_port()}")
     assert proc.stderr is not None
     proc.stderr.readline()  # the begin event: the wait has begun
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 143
-    error, last = json_lines(proc.stderr.read())[-2:]
-    assert (error["event"], error["exit_code"]) == ("error", 143)
-    assert "interrupted by SIGTERM" in error["reason"]
-    assert (last["event"], last["exit_code"], last["outcome"]) == ("exit", 143, "interrupted")
+    last = json_lines(proc.stderr.read())[-1]
+    assert (last["event"], last["exit_code"]) == ("error", 143)
+    assert "interrupted by SIGTERM" in last["reason"]
 
 
 def test_ready_target_runs_the_command_with_its_exit_code() -> None:
@@ -289,7 +286,8 @@ def test_json_output_has_one_object_per_line(closed_port: int) -> None:
     events = [r["event"] for r in records]
     assert events[0] == "begin"
     assert events[-3:] == ["timed_out", "summary", "exit"]  # changes only: no line an attempt
-    assert {"not_ready", "timed_out", "summary"} <= set(events) and "attempt" not in events
+    assert {"not_ready", "timed_out", "summary"} <= set(events)
+    assert "attempt" not in events
     assert records[-2]["reason"] == f"127.0.0.1:{closed_port} connection refused"
     assert records[-1]["exit_code"] == 124
 
@@ -569,8 +567,9 @@ def test_an_aborted_wait_is_one_line_whichever_read_the_words(
 
 @pytest.mark.parametrize("kind", ["ready", "timed_out", "bad_target", "exec"])
 def test_every_json_run_ends_with_its_exit_code(kind: str) -> None:
-    """The last JSON line is always the ``exit`` event: a timeout, readiness, bad input, and
-    before exec; and a down target writes changes and progress, not a line per attempt."""
+    """The last JSON line always carries the exit code: the ``exit`` event after a timeout or
+    readiness and before exec, the ``error`` event after bad input; and a down target writes
+    changes and progress, not a line per attempt."""
     down = [f"tcp://127.0.0.1:{free_port()}" for _ in range(3)]
     port = free_port()
     with tcp_listener(port):
@@ -584,13 +583,15 @@ def test_every_json_run_ends_with_its_exit_code(kind: str) -> None:
     records = json_lines(result.stderr)
     code = {"ready": 0, "timed_out": 124, "bad_target": 2, "exec": 0}[kind]
     assert result.returncode == code, result.stderr
-    assert [r["event"] for r in records].count("exit") == 1
     last = records[-1]
-    assert (last["event"], last["exit_code"]) == ("exit", code), last
+    ending = "error" if kind == "bad_target" else "exit"
+    assert (last["event"], last["exit_code"]) == (ending, code), last
+    assert [r["event"] for r in records].count(ending) == 1
     if kind == "exec":
         assert (last["outcome"], last["command"]) == ("exec", "true")
     if kind == "timed_out":  # about 60 attempts per target: not 360 lines
         events = [r["event"] for r in records]
         assert "attempt" not in events
         assert events.count("not_ready") <= 3 * 3, events
-        assert events.count("timed_out") == 3 and events.count("summary") == 3
+        assert events.count("timed_out") == 3
+        assert events.count("summary") == 3

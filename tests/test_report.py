@@ -118,7 +118,8 @@ def test_an_inverted_wait_says_down_not_ready(output: str, closed_port: int) -> 
     assert "ready" not in result.stderr.replace('"ready"', "")  # json's stable field names
     if output == "json":
         records = [json.loads(line) for line in result.stderr.splitlines()]
-        ready, summary = records[-2:]
+        ready, summary, end = records[-3:]
+        assert (end["event"], end["exit_code"]) == ("exit", 0)
         assert (ready["event"], ready["state"]) == ("ready", "down")
         assert (summary["event"], summary["ready"], summary["state"]) == ("summary", True, "down")
         assert summary["reason"] == f"127.0.0.1:{closed_port} connection refused"
@@ -293,7 +294,8 @@ def a_day_down(
     for n in range(int(span / step)):
         target = targets[n % len(targets)]
         attempt = n // len(targets) + 1
-        reason = f"10.0.{n % 250}.7:5432 connection refused (try {attempt})"
+        # a counter, and words that change too (a nonce): both paces of a changed reason
+        reason = f"10.0.{n % 250}.7:5432 connection refused (try {attempt}, nonce {n:x})"
         tell(Event(EventType.NOT_READY, target, attempt, n * step, reason))
 
 

@@ -263,9 +263,9 @@ Parameters:
     any_ready: done as soon as any one target is ready (the others are cancelled); raises
         WaitTimeout only when none was. Every target's result says which were.
 
-Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
-INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
-configures logging.
+Every event also goes to the ``logging`` logger ``waitfor`` (at INFO a new or changed reason,
+paced as the CLI's text output, one progress line for all targets, and readiness; a timeout
+as a WARNING; the rest at DEBUG), which is silent unless the application configures logging.
 
 Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
 :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when

@@ -294,8 +294,6 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         message = f"{describe_os_error(exc)}: raise the limit (ulimit -n) or wait for fewer targets"
         termination.current.failed(message)
         sys.stderr.write(error_line(message, 2, as_json=ERRORS["json"]))
-        if ERRORS["json"]:
-            sys.stderr.write(exit_line(2))
         flush_stdio()
         # Not sys.exit: a half-made event loop's finalizer would print asyncio's traceback.
         os._exit(2)
@@ -322,7 +320,7 @@ def run() -> NoReturn:
         ignore_interrupts()
         code = 128 + signalled.signum
         sys.stderr.write(error_line(signalled.describe(), code, as_json=ERRORS["json"]))
-    if ERRORS["json"]:  # every JSON run ends with its exit code, a timeout's included
+    if ERRORS["json"] and code in (0, 124):  # else an error event ended it, with the code
         sys.stderr.write(exit_line(code))
     flush_stdio()
     os._exit(code)

@@ -6,8 +6,10 @@ the library's logger) asks a :class:`Pacer` which lines to write:
 
 - a target's first reason, and its readiness (or timeout), always: a line or two per target;
 - a *changed* reason once the target's gap has passed (2 s, doubling with each line told, up
-  to a minute), and only while the process's byte budget allows (:data:`CHANGE_BYTES_PER_DAY`,
-  a :data:`CHANGE_BURST` at the start);
+  to a minute); a reason that changed in more than its numbers (refused, then "ready for 0.2s
+  of 2s": a flap, not a counter) after a shorter gap (0.25 s, doubling likewise); and only
+  while the process's byte budget allows (:data:`CHANGE_BYTES_PER_DAY`, a :data:`CHANGE_BURST`
+  at the start);
 - one progress line for all the targets still awaited, after 10 s, then at intervals doubling
   to a minute, at most :data:`PROGRESS_BYTES`: the count, and a few of them with their reasons
   (taking turns).
@@ -19,6 +21,7 @@ the number of targets, plus the few lines each target has once. The clock is the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 #: a target's reason that changes at every attempt is told at most this often at first, the
 #: gap doubling with each line told up to CHANGE_EVERY_MAX
 CHANGED_REASON_EVERY = 2.0
+#: the same for a reason that changed in more than its numbers
+CHANGED_WORDS_EVERY = 0.25
 CHANGE_EVERY_MAX = 60.0
 #: the byte budget of change lines, per process (all targets together)
 CHANGE_BYTES_PER_DAY = 800_000
@@ -92,7 +97,7 @@ class Progress:
 class _Track:
     """What a pacer knows of one target."""
 
-    __slots__ = ("done", "gap", "latest", "told", "told_at")
+    __slots__ = ("done", "gap", "latest", "told", "told_at", "words_gap")
 
     def __init__(self) -> None:
         self.latest: Event | None = None  # the last not-ready event, while awaited
@@ -100,6 +105,7 @@ class _Track:
         self.told: str | None = None  # the last reason told, when, and the gap before the next
         self.told_at = 0.0
         self.gap = CHANGED_REASON_EVERY
+        self.words_gap = CHANGED_WORDS_EVERY
 
 
 class Pacer:
@@ -137,11 +143,14 @@ class Pacer:
         track = self._track(event)
         if track.told is None:
             return True
-        return (
-            event.reason != track.told
-            and event.elapsed - track.told_at >= track.gap
-            and self.budget.has(self._cost, event.elapsed)
-        )
+        if event.reason == track.told:
+            return False
+        since = event.elapsed - track.told_at
+        if since < track.gap and (
+            since < track.words_gap or _words(event.reason) == _words(track.told)
+        ):
+            return False
+        return self.budget.has(self._cost, event.elapsed)
 
     def tell(self, event: Event, cost: int) -> bool:
         """Whether the line of a not-ready event :meth:`is_news` (``cost`` bytes) is written;
@@ -152,6 +161,7 @@ class Pacer:
             self.budget.charge(cost, event.elapsed)
         elif self.budget.afford(cost, event.elapsed):
             track.gap = min(track.gap * 2, CHANGE_EVERY_MAX)
+            track.words_gap = min(track.words_gap * 2, CHANGE_EVERY_MAX)
         else:
             return False
         track.told, track.told_at = event.reason, event.elapsed
@@ -178,6 +188,14 @@ class Pacer:
         self.see(event)
         assert self._seen is not None
         return self._seen[1]
+
+
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _words(reason: str) -> str:
+    """A reason without its numbers: what is left changes when the state does, not a counter."""
+    return _NUMBERS.sub("#", reason)
 
 
 def cut(text: str, limit: int) -> str:

@@ -351,14 +351,10 @@ def error_line(message: str, exit_code: int, *, as_json: bool) -> str:
 
 
 def exit_line(exit_code: int, command: str | None = None) -> str:
-    """The ``exit`` event, the last line of every -o json run: how waitfor ends, and with what
-    code (``command``: it execs that next, with exit code 0 as far as waitfor goes)."""
-    outcome = {0: "ready", 124: "timed_out", 130: "interrupted", 143: "interrupted"}
-    record: dict[str, object] = {
-        "event": "exit",
-        "exit_code": exit_code,
-        "outcome": "exec" if command is not None else outcome.get(exit_code, "error"),
-    }
+    """The ``exit`` event, the last line of a -o json run that no ``error`` event ended: ready
+    (0) or timed out (124); ``command``: waitfor execs it next (exit code 0 as far as it goes)."""
+    outcome = "exec" if command is not None else {0: "ready", 124: "timed_out"}[exit_code]
+    record: dict[str, object] = {"event": "exit", "exit_code": exit_code, "outcome": outcome}
     if command is not None:
         record["command"] = command
     return json_line(record)
