@@ -238,3 +238,32 @@ def test_zero_timeout_makes_exactly_one_attempt_per_target() -> None:
 def test_zero_timeout_and_a_stable_window_cannot_both_hold() -> None:
     with pytest.raises(UsageError, match="no stable window can pass"):
         wait_for("tcp://127.0.0.1:1", timeout=0, stable=0.3)
+
+
+def test_logging_at_info_stays_quiet_while_an_http_target_is_down() -> None:
+    """The README's ``logging.basicConfig(level=logging.INFO)``: a down http target (a real
+    server answering 503) logs a few waitfor lines, not one per attempt, and none of httpx's
+    per-request lines for waitfor's own requests; the application's own httpx requests
+    still log as the application configured them."""
+    from tests.servers import Script, http_server
+
+    with http_server(Script(status=503, body=b"down")) as (url, script):
+        program = (
+            "import logging, sys, httpx, waitfor\n"
+            "logging.basicConfig(level=logging.INFO, stream=sys.stdout)\n"
+            f"try:\n    waitfor.wait_for({url + '/healthz'!r}, timeout=4,"
+            " backoff=waitfor.Backoff(initial=0.02, maximum=0.05))\n"
+            "except waitfor.WaitTimeout:\n    print('timed out')\n"
+            f"httpx.get({url + '/app'!r})\n"  # the application's own request, after the wait
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
+        )
+    lines = result.stdout.splitlines()
+    attempts = sum(path == "/healthz" for _, path, _ in script.requests)
+    assert result.returncode == 0, result.stderr
+    assert attempts >= 20, lines  # a line per attempt would show
+    assert [line for line in lines if "/healthz" in line and "httpx" in line] == []
+    assert len([line for line in lines if ":waitfor:" in line]) <= 5, lines
+    assert any(":httpx:" in line and "/app" in line for line in lines), lines
+    assert "timed out" in lines, lines

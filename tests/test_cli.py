@@ -285,8 +285,11 @@ def test_json_output_has_one_object_per_line(closed_port: int) -> None:
     records = [json.loads(line) for line in result.stderr.splitlines()]
     events = [r["event"] for r in records]
     assert events[0] == "begin"
-    assert {"attempt", "not_ready", "timed_out", "summary"} <= set(events)
-    assert records[-1]["reason"] == f"127.0.0.1:{closed_port} connection refused"
+    assert events[-3:] == ["timed_out", "summary", "exit"]  # changes only: no line an attempt
+    assert {"not_ready", "timed_out", "summary"} <= set(events)
+    assert "attempt" not in events
+    assert records[-2]["reason"] == f"127.0.0.1:{closed_port} connection refused"
+    assert records[-1]["exit_code"] == 124
 
 
 def test_quiet_says_only_why_it_failed(closed_port: int) -> None:
@@ -685,3 +688,35 @@ def test_a_bad_flag_variable_lists_the_accepted_values_cleanly(variable: str) ->
         f"waitfor: error: Invalid value for {variable}: 'bogus' is not true or false"
         " (yes/no, on/off, 1/0, t/f, y/n)"
     )
+
+
+@pytest.mark.parametrize("kind", ["ready", "timed_out", "bad_target", "exec"])
+def test_every_json_run_ends_with_its_exit_code(kind: str) -> None:
+    """The last JSON line always carries the exit code: the ``exit`` event after a timeout or
+    readiness and before exec, the ``error`` event after bad input; and a down target writes
+    changes and progress, not a line per attempt."""
+    down = [f"tcp://127.0.0.1:{free_port()}" for _ in range(3)]
+    port = free_port()
+    with tcp_listener(port):
+        args = {
+            "ready": [f"tcp://127.0.0.1:{port}"],
+            "timed_out": ["-t", "3", *down],
+            "bad_target": ["nosuch://x"],
+            "exec": [f"tcp://127.0.0.1:{port}", "--", "true"],
+        }[kind]
+        result = waitfor("-o", "json", "--max-interval", "0.05", *args)
+    records = json_lines(result.stderr)
+    code = {"ready": 0, "timed_out": 124, "bad_target": 2, "exec": 0}[kind]
+    assert result.returncode == code, result.stderr
+    last = records[-1]
+    ending = "error" if kind == "bad_target" else "exit"
+    assert (last["event"], last["exit_code"]) == (ending, code), last
+    assert [r["event"] for r in records].count(ending) == 1
+    if kind == "exec":
+        assert (last["outcome"], last["command"]) == ("exec", "true")
+    if kind == "timed_out":  # about 60 attempts per target: not 360 lines
+        events = [r["event"] for r in records]
+        assert "attempt" not in events
+        assert events.count("not_ready") <= 3 * 3, events
+        assert events.count("timed_out") == 3
+        assert events.count("summary") == 3

@@ -1,16 +1,20 @@
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.servers import free_port
+from waitfor import api
 from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
 from waitfor.runner import Event, EventType, TargetResult
-from waitfor.targets import parse_target
+from waitfor.targets import Target, parse_target
 
 DB = parse_target("tcp://db:5432")
 API = parse_target("http://admin:hunter2@api/healthz")
@@ -51,10 +55,9 @@ def test_text_says_what_and_why_without_flooding() -> None:
         "waitfor:   tcp://db:5432",
         "waitfor:   http://admin:***@api/healthz",
         "waitfor: tcp://db:5432 not ready: connection refused",
-        "waitfor: still waiting for tcp://db:5432 (21 attempts, 10s), "
-        "last error: connection refused",
-        "waitfor: still waiting for tcp://db:5432 (41 attempts, 20s), "
-        "last error: connection refused",
+        # one line for all the targets still awaited; the next 20 s later (then 40 s, 60 s)
+        "waitfor: still waiting for 2 of 2 targets (10s): tcp://db:5432: connection refused; "
+        "and 1 more",
         "waitfor: http://admin:***@api/healthz not ready: HTTP 503 (expecting 200-399)",
         "waitfor: tcp://db:5432 is ready: connected to 10.0.0.1:5432",
         "waitfor: tcp://db:5432 ready after 26.00s (53 attempts)",
@@ -78,7 +81,17 @@ def test_json_is_one_object_per_event() -> None:
     records = [json.loads(line) for line in feed(JsonReporter(io.StringIO())).splitlines()]
     assert records[0]["event"] == "begin"
     assert records[0]["targets"] == ["tcp://db:5432", "http://admin:***@api/healthz"]
-    assert sum(r["event"] == "not_ready" for r in records) == 51
+    # changes, not attempts: each target's first reason, one progress line for both at 10 s
+    assert [r["event"] for r in records[1:-2]] == ["not_ready", "progress", "not_ready", "ready"]
+    assert records[2] == {
+        "time": records[2]["time"],
+        "event": "progress",
+        "elapsed": 10.0,
+        "waiting": 2,
+        "total": 2,
+        "shown": [{"target": "tcp://db:5432", "attempt": 21, "reason": "connection refused"}],
+        "more": 1,
+    }
     assert records[-1] == {
         "time": records[-1]["time"],
         "event": "summary",
@@ -105,7 +118,8 @@ def test_an_inverted_wait_says_down_not_ready(output: str, closed_port: int) -> 
     assert "ready" not in result.stderr.replace('"ready"', "")  # json's stable field names
     if output == "json":
         records = [json.loads(line) for line in result.stderr.splitlines()]
-        ready, summary = records[-2:]
+        ready, summary, end = records[-3:]
+        assert (end["event"], end["exit_code"]) == ("exit", 0)
         assert (ready["event"], ready["state"]) == ("ready", "down")
         assert (summary["event"], summary["ready"], summary["state"]) == ("summary", True, "down")
         assert summary["reason"] == f"127.0.0.1:{closed_port} connection refused"
@@ -183,8 +197,7 @@ def test_a_reason_changing_at_every_attempt_is_rate_limited() -> None:
     reporter.finish([TargetResult(DB, False, 50, 5.0, "count 49")])
     assert stream.getvalue().splitlines() == [
         "waitfor: tcp://db:5432 not ready: count 0",  # the first reason, at once
-        "waitfor: tcp://db:5432 not ready: count 20",
-        "waitfor: tcp://db:5432 not ready: count 40",
+        "waitfor: tcp://db:5432 not ready: count 20",  # 2 s later; the next gap is 4 s
         "waitfor: tcp://db:5432 still not ready after 5.00s (50 attempts): count 49",
     ]
 
@@ -235,7 +248,7 @@ def test_tee_passes_everything_on() -> None:
     first, second = TextReporter(io.StringIO()), JsonReporter(io.StringIO())
     tee = Tee(first, second)
     assert feed(tee) == first.stream.getvalue()  # type: ignore[attr-defined]
-    assert len(second.stream.getvalue().splitlines()) == 1 + 50 + 2 + 2  # type: ignore[attr-defined]
+    assert len(second.stream.getvalue().splitlines()) == 1 + 2 + 1 + 1 + 2  # type: ignore[attr-defined]
     tee.note("once")
     assert first.stream.getvalue().endswith("waitfor: once\n")  # type: ignore[attr-defined]
     assert "once" not in second.stream.getvalue()  # type: ignore[attr-defined]
@@ -252,3 +265,97 @@ def test_one_attempt_is_one_attempt_in_every_view() -> None:
     assert "(1 attempt, 0.1s)" in shown
     assert "(2 attempts, 0.7s)" in shown
     assert "(1 attempts" not in shown
+
+
+# --- a forgotten init container: a day of down targets must not cost a day of logs --------
+
+DAY = 86_400.0
+DAILY_LIMIT = 2_000_000  # bytes a day per process, whatever the number of targets
+#: (targets, seconds between one target's attempts): the backoff's cap for one, slower for many
+#: (attempts cut off by a timeout) so that a simulated day takes seconds, not hours; with 20
+#: and 200 targets every attempt may be told (the gaps of a target's lines end at a minute):
+#: only the process's budget holds them
+FLEETS = [(1, 0.6), (20, 10.0), (200, 100.0)]
+MODES = ("text", "tty", "json", "library")
+
+
+class ByteCounter(io.StringIO):
+    """A stream that counts what is written (UTF-8 bytes, lines) and keeps only the tail."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+        self.lines = 0
+        self.tail: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode())
+        self.lines += text.count("\n")
+        self.tail = [*self.tail[-20:], text]
+        return len(text)
+
+
+def fleet(count: int) -> list[Target]:
+    return [parse_target(f"tcp://db-{i}.example:{5000 + i}") for i in range(count)]
+
+
+def a_day_down(
+    tell: Callable[[Event], None], targets: list[Target], every: float, span: float = DAY
+) -> None:
+    """Every target down for ``span`` seconds, its reason changing at every attempt (a counter,
+    a moving address, a clock in a command's output), the targets' attempts spread evenly."""
+    step = every / len(targets)
+    for n in range(int(span / step)):
+        target = targets[n % len(targets)]
+        attempt = n // len(targets) + 1
+        # a counter, and words that change too (a nonce): both paces of a changed reason
+        reason = f"10.0.{n % 250}.7:5432 connection refused (try {attempt}, nonce {n:x})"
+        tell(Event(EventType.NOT_READY, target, attempt, n * step, reason))
+
+
+@contextlib.contextmanager
+def library_log(stream: io.StringIO, level: str = "INFO") -> Iterator[None]:
+    """The ``waitfor`` logger written as logging.basicConfig(level=INFO) writes it."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+    logger = logging.getLogger("waitfor")
+    saved = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
+
+
+def a_day_in_every_mode(count: int, every: float, span: float = DAY) -> dict[str, ByteCounter]:
+    targets = fleet(count)
+    streams = {mode: ByteCounter() for mode in MODES}
+    reporters = [make_reporter(mode, streams[mode]) for mode in MODES[:3]]
+    for reporter in reporters:
+        reporter.begin(targets, None)
+    with library_log(streams["library"]):
+        log = api._logger(targets)
+        assert log is not None
+        tellers: list[Callable[[Event], None]] = [*reporters, log]
+
+        def tell(event: Event) -> None:
+            for teller in tellers:
+                teller(event)
+            if any(s.bytes > 2 * DAILY_LIMIT for s in streams.values()):
+                raise OverflowError(f"{ {m: s.bytes for m, s in streams.items()} } at {event}")
+
+        a_day_down(tell, targets, every, span)
+    return streams
+
+
+@pytest.mark.parametrize(("count", "every"), FLEETS)
+def test_a_day_of_down_targets_costs_at_most_2_mb_in_every_mode(count: int, every: float) -> None:
+    """A forgotten init container: a day of targets down, their reasons changing at every
+    attempt, writes at most 2 MB in every mode (text, live view, JSON lines, the library's
+    logger), and still a line a minute or so."""
+    streams = a_day_in_every_mode(count, every)
+    for mode, stream in streams.items():
+        assert stream.bytes <= DAILY_LIMIT, (mode, stream.bytes, stream.tail[-3:])
+        assert stream.lines > 24 * 60 // 2, (mode, "a sign of life every minute or two")

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from waitfor.backoff import MIN_DELAY, Backoff
@@ -23,10 +24,14 @@ from waitfor.events import Event, EventHandler, TargetResult
 from waitfor.targets import Target, parse_target
 
 if TYPE_CHECKING:
+    import logging
+
     from waitfor.report import Reporter
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
+#: set while a wait runs on the event loop: the tasks it starts (its checks' requests) inherit it
+_IN_WAIT: ContextVar[bool] = ContextVar("waitfor_in_wait", default=False)
 
 
 class Wait:
@@ -70,7 +75,7 @@ class Wait:
             raise UsageError(f"on_event must be callable, not {type(on_event).__name__}")
         self.on_event = on_event
         self.reporter = reporter
-        self.log = _logger() if log else None
+        self.log = _logger(self.targets) if log else None
         self.started: float | None = None
         self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
@@ -105,6 +110,8 @@ class Wait:
         from waitfor.runner import run
 
         self._begin()
+        _quiet_own_requests()
+        in_wait = _IN_WAIT.set(True)
         try:
             results = await run(
                 self.targets,
@@ -123,6 +130,8 @@ class Wait:
             if self.reporter is not None:
                 self.reporter.finish(exc.results)
             raise
+        finally:
+            _IN_WAIT.reset(in_wait)
         if self.reporter is not None:
             self.reporter.finish(results)
         return results
@@ -254,9 +263,9 @@ Parameters:
     any_ready: done as soon as any one target is ready (the others are cancelled); raises
         WaitTimeout only when none was. Every target's result says which were.
 
-Every event also goes to the ``logging`` logger ``waitfor`` (a new reason or readiness at
-INFO, a timeout as a WARNING, the rest at DEBUG), which is silent unless the application
-configures logging.
+Every event also goes to the ``logging`` logger ``waitfor`` (at INFO a new or changed reason,
+paced as the CLI's text output, one progress line for all targets, and readiness; a timeout
+as a WARNING; the rest at DEBUG), which is silent unless the application configures logging.
 
 Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
 :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
@@ -310,35 +319,68 @@ def _takes_option(key: str, targets: Sequence[Target]) -> bool:
     return any(key in kinds.load(kind).OPTION_NAMES for kind in kinds.BUILTIN)
 
 
-def _logger() -> EventHandler | None:
+def _logger(targets: Sequence[Target]) -> EventHandler | None:
     """Events to the ``waitfor`` logger, when the application has logging (else nothing to do).
 
     An application that configures logging has imported it; one that has not cannot see the
     records, so the cost of importing logging is not paid for them. A NullHandler keeps the
     logger quiet (no "lastResort" lines on stderr) until the application adds handlers.
+    INFO and above are paced as the CLI's text output is (:mod:`waitfor.pacing`): a target's
+    first reason, changed reasons at a decaying pace within a byte budget, one progress line
+    for all the targets still awaited, readiness; the rest is DEBUG.
     """
     logging = sys.modules.get("logging")
     if logging is None:
         return None
+    from waitfor.events import EventType
+    from waitfor.pacing import Pacer, progress_text
+
     logger = logging.getLogger("waitfor")
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
-
-    said: dict[Target, str] = {}  # the last not-ready reason logged at INFO, per target
+    pacer = Pacer()
+    pacer.begin(targets)
+    levels = {
+        EventType.ATTEMPT: logging.DEBUG,
+        EventType.READY: logging.INFO,
+        EventType.TIMED_OUT: logging.WARNING,
+        EventType.FAILED: logging.ERROR,
+    }
 
     def log(event: Event) -> None:
-        kind = event.type.name
-        level = {"ATTEMPT": logging.DEBUG, "TIMED_OUT": logging.WARNING}.get(kind, logging.INFO)
-        level = logging.ERROR if kind == "FAILED" else level
-        if kind == "NOT_READY":  # the same reason again is news only at DEBUG
-            level = logging.DEBUG if said.get(event.target) == event.reason else level
-            said[event.target] = event.reason
+        pacer.see(event)
+        level = levels.get(event.type, logging.DEBUG)
+        if event.type is EventType.NOT_READY and pacer.is_news(event):
+            # the cost counted: the message and basicConfig's "INFO:waitfor:" before it
+            cost = len(str(event.target)) + len(event.reason) + 26
+            if pacer.tell(event, cost):
+                level = logging.INFO
         if logger.isEnabledFor(level):
-            words = kind.lower().replace("_", " ")
+            words = event.type.value.replace("_", " ")
             detail = f": {event.reason}" if event.reason else ""
             logger.log(level, "%s %s%s", event.target, words, detail)
+        progress = pacer.progress(event.elapsed) if event.type is EventType.NOT_READY else None
+        if progress is not None and logger.isEnabledFor(logging.INFO):
+            logger.info("%s", progress_text(progress))
 
     return log
+
+
+def _quiet_own_requests() -> None:
+    """httpx logs every request at INFO ("HTTP Request: GET ..."): with the README's
+    ``logging.basicConfig(level=logging.INFO)`` that is a line per attempt of each http (and
+    Kubernetes) target. A filter on httpx's logger drops the records of the requests a wait
+    makes (made in its context, :data:`_IN_WAIT`), below WARNING, and nothing else: the
+    application's own requests and its logging configuration are left as they are."""
+    import logging  # the event loop's path: asyncio has imported it already
+
+    logger = logging.getLogger("httpx")
+    if _not_in_wait not in logger.filters:
+        logger.addFilter(_not_in_wait)
+
+
+def _not_in_wait(record: logging.LogRecord) -> bool:
+    return record.levelno >= 30 or not _IN_WAIT.get()  # 30: logging.WARNING
 
 
 def _defaults(defaults: Mapping[str, str | bool] | None) -> dict[str, str] | None:

@@ -38,7 +38,7 @@ from waitfor.entry import (
 )
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.kind import describe_os_error
-from waitfor.report import Tee, error_line, json_line, make_reporter
+from waitfor.report import Tee, error_line, exit_line, json_line, make_reporter
 from waitfor.stdio import flush_stdio, harden_stdio
 
 MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
@@ -250,6 +250,9 @@ def exec_command(command: Sequence[str]) -> NoReturn:
         signal.signal(signum, signal.SIG_DFL)
     for signum in INHERITED_IGNORED:
         signal.signal(signum, signal.SIG_IGN)
+    if ERRORS["json"]:  # JSON's last word before the command's: waitfor's part ended well
+        sys.stderr.write(exit_line(0, command[0]))
+        flush_stdio()
     try:
         os.execvp(command[0], list(command))
     except OSError as exc:
@@ -327,6 +330,8 @@ def run() -> NoReturn:
         ignore_interrupts()
         code = 128 + signalled.signum
         sys.stderr.write(error_line(signalled.describe(), code, as_json=ERRORS["json"]))
+    if ERRORS["json"] and code in (0, 124):  # else an error event ended it, with the code
+        sys.stderr.write(exit_line(code))
     flush_stdio()
     os._exit(code)
 

@@ -1,25 +1,32 @@
 """Turn runner events into what people (text, live TTY view) or programs (JSON lines) read.
 
-Text output never floods: one line when a target's state or reason changes (at most one every
-``CHANGED_REASON_EVERY`` seconds per target), a "still waiting" reminder every
-``STILL_WAITING_EVERY`` seconds per target, and a summary line per target at the end.
-Everything goes to the given stream (stderr from the CLI); targets print in redacted form only.
+No output floods, however long the wait and however many its targets: :mod:`waitfor.pacing`
+decides which changes are told and when one progress line for all the targets still awaited is
+due (at most about 2 MB a day); then a summary line per target at the end. Everything goes to
+the given stream (stderr from the CLI); targets print in redacted form only.
 A reason always comes last, after a colon, never in parentheses: it may hold its own.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TextIO
 
 from waitfor.events import Event, EventType, TargetResult
+from waitfor.pacing import (
+    ENTRY_CHARS,
+    PROGRESS_BYTES,
+    Budget,
+    Pacer,
+    Progress,
+    cut,
+    progress_text,
+)
+from waitfor.pacing import (
+    attempts as _attempts,
+)
 from waitfor.targets import Target
 
-STILL_WAITING_EVERY = 10.0
-#: a reason that changes at every attempt (a counter, a clock in a command's output) is told
-#: at most this often per target; the first one at once, the last one in the summary
-CHANGED_REASON_EVERY = 2.0
 OUTPUTS = ("auto", "text", "tty", "json", "quiet")
 
 
@@ -84,12 +91,13 @@ class Reporter:
 class TextReporter(Reporter):
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
-        self._said: dict[Target, tuple[str, float]] = {}  # last reason printed, and when
+        self.pacer = Pacer()
 
     #: several targets are listed one per line under the first (the live view's rows name them)
     LISTS_TARGETS = True
 
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        self.pacer.begin(targets)
         limit = "no timeout" if timeout is None else f"timeout {timeout:g}s"
         if len(targets) == 1:
             self._line(f"waiting for {targets[0]} ({limit})")
@@ -103,24 +111,17 @@ class TextReporter(Reporter):
             self._line(f"  {target}")
 
     def __call__(self, event: Event) -> None:
-        target = event.target
+        self.pacer.see(event)
         if event.type is EventType.NOT_READY:
-            said = self._said.get(target)
-            if said is None or (
-                said[0] != event.reason and event.elapsed - said[1] >= CHANGED_REASON_EVERY
-            ):
-                self._line(f"{target} not {self._state(True)}: {event.reason}")
-            elif event.elapsed - said[1] >= STILL_WAITING_EVERY:
-                self._line(
-                    f"still waiting for {target} ({_attempts(event.attempt)}, "
-                    f"{event.elapsed:.0f}s), "
-                    f"last error: {event.reason}"
-                )
-            else:
-                return
-            self._said[target] = (event.reason, event.elapsed)
+            if self.pacer.is_news(event):
+                line = f"{event.target} not {self._state(True)}: {event.reason}"
+                if self.pacer.tell(event, len(line) + 9):  # and "waitfor: "
+                    self._line(line)
+            progress = self.pacer.progress(event.elapsed)
+            if progress is not None:
+                self._line(progress_text(progress))
         elif event.type is EventType.READY:
-            self._line(f"{target} is {self._state(True)}: {event.reason}")
+            self._line(f"{event.target} is {self._state(True)}: {event.reason}")
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
@@ -130,33 +131,47 @@ class TextReporter(Reporter):
 
 
 class LiveReporter(TextReporter):
-    """One status line per target, redrawn in place; for a terminal."""
+    """One status line per target, redrawn in place; for a terminal.
+
+    At most :data:`ROWS` rows (the targets still awaited first), and the redraws share a byte
+    budget as the text output's lines do: live at first, then as often as the budget allows
+    (readiness and the end are always drawn).
+    """
 
     SPINNER = "|/-\\"
     LISTS_TARGETS = False
+    ROWS = 10  # more would scroll off a small terminal, and the cursor cannot move back over them
+    BYTES_PER_DAY = 1_500_000  # no progress lines here: the rows are the progress
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
-        self._rows: dict[Target, str] = {}
+        #: each target's row: its latest event (formatted when drawn), or None before one
+        self._rows: dict[Target, Event | None] = {}
         self._drawn = 0
-        self._last_draw = 0.0
+        self._last_draw = -1.0
+        self._cost = 0
+        self._now = 0.0
+        self._budget = Budget(self.BYTES_PER_DAY, 16_000)
 
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
         super().begin(targets, timeout)
-        self._rows = {t: f"  {t}: starting" for t in targets}
+        self._rows = dict.fromkeys(targets)
         self._draw(force=True)
 
     def __call__(self, event: Event) -> None:
-        t = event.target
-        if event.type is EventType.READY:
-            row = f"+ {t}: {self._state(True)} after {event.elapsed:.2f}s: {event.reason}"
-        elif event.type in (EventType.NOT_READY, EventType.TIMED_OUT, EventType.FAILED):
-            spin = self.SPINNER[event.attempt % len(self.SPINNER)]
-            row = f"{spin} {t}: {event.reason} ({_attempts(event.attempt)}, {event.elapsed:.1f}s)"
-        else:
+        if event.type is EventType.ATTEMPT:
             return
-        self._rows[t] = row
+        self._now = max(self._now, event.elapsed)
+        self._rows[event.target] = event
         self._draw(force=event.type is not EventType.NOT_READY)
+
+    def _row(self, target: Target, event: Event | None) -> str:
+        if event is None:
+            return f"  {target}: starting"
+        if event.type is EventType.READY:
+            return f"+ {target}: {self._state(True)} after {event.elapsed:.2f}s: {event.reason}"
+        spin = self.SPINNER[event.attempt % len(self.SPINNER)]
+        return f"{spin} {target}: {event.reason} ({_attempts(event.attempt)}, {event.elapsed:.1f}s)"
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         self._draw(force=True)
@@ -171,16 +186,39 @@ class LiveReporter(TextReporter):
     def _draw(self, force: bool) -> None:
         import shutil  # each output mode imports only what it uses: cold start counts
 
-        now = time.monotonic()
-        if not force and now - self._last_draw < 0.1:
+        if not force and (
+            self._now - self._last_draw < 0.1 or not self._budget.has(self._cost, self._now)
+        ):
+            return  # the last draw's cost: the next one costs about as much
+        size = shutil.get_terminal_size()
+        width = max(size.columns - 1, 20)
+        rows = self._shown(max(min(self.ROWS, size.lines - 2), 2))
+        drawn = "".join(row[:width] + "\n" for row in rows)
+        cost = len(drawn.encode()) + 8
+        if force:
+            self._budget.charge(cost, self._now)
+        elif not self._budget.afford(cost, self._now):
             return
-        self._last_draw = now
-        width = max(shutil.get_terminal_size().columns - 1, 20)
+        self._last_draw, self._cost = self._now, cost
         self._erase()
-        for row in self._rows.values():
-            self.stream.write(row[:width] + "\n")
-        self._drawn = len(self._rows)
+        self.stream.write(drawn)
+        self._drawn = len(rows)
         self.stream.flush()
+
+    def _shown(self, limit: int) -> list[str]:
+        """The rows that fit: the targets still awaited first, then one row for the rest."""
+        rows = list(self._rows.items())
+        if len(rows) > limit:
+            awaited = [(t, e) for t, e in rows if e is None or e.type is not EventType.READY]
+            ready = len(rows) - len(awaited)
+            rows = awaited + [
+                (t, e) for t, e in rows if e is not None and e.type is EventType.READY
+            ]
+            rest = rows[limit - 1 :]
+            done = ready - max(0, limit - 1 - len(awaited))  # the ready ones among the rest
+            more = f"  ... and {len(rest)} more targets ({done} {self._state(True)})"
+            return [self._row(*row) for row in rows[: limit - 1]] + [more]
+        return [self._row(*row) for row in rows]
 
     def _erase(self) -> None:
         if self._drawn:
@@ -189,23 +227,68 @@ class LiveReporter(TextReporter):
 
 
 class JsonReporter(Reporter):
-    """One JSON object per line for every event, then one per target as a summary."""
+    """One JSON object per line: the begin, changes and progress at the pace of the text output
+    (:mod:`waitfor.pacing`), readiness and timeouts always, then one per target as a summary.
+    Attempts themselves are not told (two lines an attempt were the flood)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.pacer = Pacer()
 
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
+        self.pacer.begin(targets)
         self._emit({"event": "begin", "targets": [str(t) for t in targets], "timeout": timeout})
 
     def __call__(self, event: Event) -> None:
-        self._emit(
+        self.pacer.see(event)
+        if event.type is EventType.ATTEMPT:
+            return
+        if event.type is EventType.NOT_READY:
+            if self.pacer.is_news(event):
+                line = json_line(self._record(event))
+                if self.pacer.tell(event, len(line.encode())):
+                    self._write(line)
+            progress = self.pacer.progress(event.elapsed)
+            if progress is not None:
+                self._write(self._progress_line(progress))
+            return
+        self._emit(self._record(event))
+
+    def _record(self, event: Event) -> dict[str, object]:
+        return {
+            "event": event.type.value,
+            "target": str(event.target),
+            "attempt": event.attempt,
+            "elapsed": round(event.elapsed, 4),
+            "reason": event.reason,
+            # ready / down (inverted): what a ready event means, in a word
+            **({"state": self._state(True)} if event.type is EventType.READY else {}),
+        }
+
+    def _progress_line(self, progress: Progress) -> str:
+        """A ``progress`` event, at most PROGRESS_BYTES: named targets are left out to fit."""
+        shown = [
             {
-                "event": event.type.value,
-                "target": str(event.target),
-                "attempt": event.attempt,
-                "elapsed": round(event.elapsed, 4),
-                "reason": event.reason,
-                # ready / down (inverted): what a ready event means, in a word
-                **({"state": self._state(True)} if event.type is EventType.READY else {}),
+                "target": cut(str(e.target), ENTRY_CHARS),
+                "attempt": e.attempt,
+                "reason": cut(e.reason, ENTRY_CHARS),
             }
-        )
+            for e in progress.shown
+        ]
+        while True:
+            line = json_line(
+                {
+                    "event": "progress",
+                    "elapsed": round(progress.elapsed, 4),
+                    "waiting": progress.waiting,
+                    "total": progress.total,
+                    "shown": shown,
+                    "more": progress.waiting - len(shown),
+                }
+            )
+            if len(line) <= PROGRESS_BYTES or not shown:  # ASCII: JSON escapes the rest
+                return line
+            shown.pop()
 
     def finish(self, results: Sequence[TargetResult]) -> None:
         for r in results:
@@ -225,7 +308,10 @@ class JsonReporter(Reporter):
         self._emit({"event": "note", "message": text})
 
     def _emit(self, record: dict[str, object]) -> None:
-        self.stream.write(json_line(record))
+        self._write(json_line(record))
+
+    def _write(self, line: str) -> None:
+        self.stream.write(line)
         self.stream.flush()
 
 
@@ -261,10 +347,6 @@ class Tee(Reporter):
         self.reporters[0].note(text)
 
 
-def _attempts(count: int) -> str:
-    return f"{count} attempt{'s' if count != 1 else ''}"
-
-
 def json_line(record: dict[str, object]) -> str:
     """One JSON line, stamped with the time; what -o json writes for events and errors alike."""
     import json
@@ -280,6 +362,16 @@ def error_line(message: str, exit_code: int, *, as_json: bool) -> str:
     if as_json:
         return json_line({"event": "error", "reason": message, "exit_code": exit_code})
     return f"waitfor: error: {message}\n"
+
+
+def exit_line(exit_code: int, command: str | None = None) -> str:
+    """The ``exit`` event, the last line of a -o json run that no ``error`` event ended: ready
+    (0) or timed out (124); ``command``: waitfor execs it next (exit code 0 as far as it goes)."""
+    outcome = "exec" if command is not None else {0: "ready", 124: "timed_out"}[exit_code]
+    record: dict[str, object] = {"event": "exit", "exit_code": exit_code, "outcome": outcome}
+    if command is not None:
+        record["command"] = command
+    return json_line(record)
 
 
 def make_reporter(output: str, stream: TextIO) -> Reporter:

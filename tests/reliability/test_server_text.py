@@ -240,10 +240,11 @@ def run_lines(mode: str, target: str, ready: bool) -> list[str]:
 def expected_lines(mode: str, lines: list[str], display: str, ready: bool) -> None:
     """Exactly the lines this mode writes for one target: no more (a forged one), no fewer."""
     if mode == "json":
-        records = [json.loads(line) for line in lines]
+        *records, end = [json.loads(line) for line in lines]
+        assert end["event"] == "exit"
         assert records[0]["event"] == "begin"
         assert {r["event"] for r in records[1:]} <= {
-            "attempt",
+            "progress",
             "not_ready",
             "ready",
             "timed_out",
