@@ -198,8 +198,6 @@ def test_tcp_server_that_flaps_is_ready_only_once_it_stays_up() -> None:
         ended = time.monotonic()
     assert code == 0, err
     assert ended - back >= 1.5
-    reasons = [line["reason"] for line in lines if line["event"] == "not_ready"]
-    assert sum(str(r).startswith("ready for 0.0s of 1.5s") for r in reasons) == 2
 
 
 def test_http_status_that_flaps_is_ready_only_once_it_stays_2xx() -> None:
