@@ -62,6 +62,12 @@ REDISCOVER_MAX = 30.0
 #: characters of the "server offers" list in a reason: the whole reason must fit in the report's
 #: line (waitfor.sanitize.MAX_LENGTH, 400), which would cut it anywhere
 MAX_OFFERED = 280
+#: the most one answer (a list, a discovery document, one watch event) may hold: a Kubernetes
+#: object is at most 1.5 MiB (etcd's limit), a list of a few thousand objects fits; a hostile or
+#: broken server's endless body is cut here, not read into memory and parsed on the event loop
+MAX_ANSWER = 16 * 2**20
+#: an error's body is read only for its Status message
+MAX_ERROR_BODY = 64 * 1024
 
 
 class Resource(Value):
@@ -131,10 +137,15 @@ class Api:
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Json:
         self.last_path = path
-        response = await self._client.get(path, params=params, extensions=self._extensions)
-        self._check(response)
+        request = self._client.build_request("GET", path, params=params, extensions=self._extensions)
+        response = await self._client.send(request, stream=True)
         try:
-            document = expect.load(response.text)  # bounded nesting: no RecursionError
+            await self._check(response)
+            body = await _read(response, MAX_ANSWER, path)
+        finally:
+            await response.aclose()
+        try:
+            document = expect.load(_decoded(body))  # bounded nesting: no RecursionError
         except ValueError:
             raise ApiError(response.status_code, f"{path}: the answer is not JSON") from None
         if not isinstance(document, dict):
@@ -145,22 +156,27 @@ class Api:
         self, method: str, path: str, body: Json, content_type: str = "application/json"
     ) -> Json:
         """``body`` as JSON with ``method`` (POST, PATCH); the answer's object, or ApiError."""
-        response = await self._client.request(
+        request = self._client.build_request(
             method,
             path,
             content=json.dumps(body).encode(),
             headers={"Content-Type": content_type},
             extensions=self._extensions,
         )
-        self._check(response)
+        response = await self._client.send(request, stream=True)
         try:
-            document = response.json()
+            await self._check(response)
+            answer = await _read(response, MAX_ANSWER, path)
+        finally:
+            await response.aclose()
+        try:
+            document = expect.load(_decoded(answer))
         except ValueError:
             return {}
         return document if isinstance(document, dict) else {}
 
-    def _check(self, response: httpx.Response) -> None:
-        """ApiError for an error status or a redirect (its body read first)."""
+    async def _check(self, response: httpx.Response) -> None:
+        """ApiError for an error status or a redirect (the start of its body read first)."""
         status = response.status_code
         if 300 <= status < 400:
             # An API server never redirects: a proxy or a wrong URL. httpx does not follow it,
@@ -170,12 +186,13 @@ class Api:
             raise ApiError(status, f"API server answered a redirect{where}; not followed")
         if status >= 400:
             retry_after = _retry_after(response.headers.get("Retry-After")) if status == 429 else 0
-            raise ApiError(status, self._describe_error(response), retry_after)
+            text = _decoded(await _read(response, MAX_ERROR_BODY, "", cut=True))
+            raise ApiError(status, self._describe_error(response, text), retry_after)
 
-    def _describe_error(self, response: httpx.Response) -> str:
+    def _describe_error(self, response: httpx.Response, text: str) -> str:
         status = response.status_code
         try:
-            body = expect.load(response.text)
+            body = expect.load(text)
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
@@ -206,14 +223,12 @@ class Api:
         try:
             if response.status_code == 410:
                 raise Gone()
-            if response.status_code >= 300:
-                await response.aread()
-                self._check(response)
-            async for line in response.aiter_lines():
+            await self._check(response)
+            async for line in _lines(response, MAX_ANSWER, path):
                 if not line.strip():
                     continue
                 try:
-                    event = expect.load(line)
+                    event = expect.load(_decoded(line))
                     kind, obj = str(event["type"]), event["object"]  # type: ignore[index]
                 except (ValueError, KeyError, TypeError):
                     raise ApiError(200, "the watch sent something that is not an event") from None
@@ -378,6 +393,49 @@ class Discovery:
                     self.resources.pop((group, version), None)
         self._previous = {}
         self.groups = groups
+
+
+async def _read(response: httpx.Response, limit: int, path: str, cut: bool = False) -> bytes:
+    """The body, read as it arrives (cancellable); past ``limit`` an ApiError (``cut``: its start)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if cut:
+                return b"".join(chunks)[:limit]
+            raise ApiError(response.status_code, _too_large(path, limit))
+    return b"".join(chunks)
+
+
+async def _lines(response: httpx.Response, limit: int, path: str) -> AsyncIterator[bytes]:
+    """A watch's lines as they arrive, none longer than ``limit`` (an event is one line)."""
+    parts: list[bytes] = []  # the line so far, in pieces: no copying of a long line per chunk
+    size = 0
+    async for chunk in response.aiter_bytes():
+        first, *rest = chunk.split(b"\n")
+        parts.append(first)
+        size += len(first)
+        if rest:
+            yield b"".join(parts)
+            *complete, last = rest
+            for line in complete:
+                yield line
+            parts, size = [last], len(last)
+        if size > limit:
+            raise ApiError(response.status_code, _too_large(f"the watch of {path}", limit))
+    if size:
+        yield b"".join(parts)
+
+
+def _too_large(what: str, limit: int) -> str:
+    shown = f"{what}: " if what else ""
+    return f"{shown}the API server's answer is larger than {limit // 2**20} MiB"
+
+
+def _decoded(body: bytes) -> str:
+    return body.decode("utf-8", "replace")
 
 
 def _retry_after(value: str | None) -> float:
