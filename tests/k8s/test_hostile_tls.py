@@ -58,7 +58,9 @@ class Peer:
         self.send((head + headers + "\r\n").encode() + body)
 
     def json(self, status: int, document: object, headers: str = "") -> None:
-        self.reply(status, json.dumps(document).encode(), "Content-Type: application/json\r\n" + headers)
+        self.reply(
+            status, json.dumps(document).encode(), "Content-Type: application/json\r\n" + headers
+        )
 
     def stream_head(self) -> None:
         self.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
@@ -202,7 +204,9 @@ def run(config: Path, *args: str, env: dict[str, str] | None = None) -> Run:
         timeout=60,
     )
     took = time.monotonic() - began
-    return Run(done.returncode, done.stdout + done.stderr, took, log.read_text() if log.exists() else "")
+    return Run(
+        done.returncode, done.stdout + done.stderr, took, log.read_text() if log.exists() else ""
+    )
 
 
 def forms(secret: str) -> list[str]:
@@ -296,3 +300,46 @@ def test_an_answer_is_bounded(
     assert reason in result.out, result.out
     assert code == 124
     assert peak < 120 * 1024, peak  # KiB: a 16 MiB answer at most, never the whole stream
+
+
+# --- a silent server: the reason names it -------------------------------------------------------
+
+
+def never_answers(peer: Peer, request: Request) -> bool:
+    time.sleep(30)
+    return True
+
+
+def drips(peer: Peer, request: Request) -> bool:
+    if request.path.endswith("/jobs") and not request.watch:
+        body = json.dumps(LIST).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n"
+        peer.send(head.encode() + body[:10])
+        for byte in body[10:]:
+            peer.send(bytes([byte]))
+            time.sleep(0.2)
+        return True
+    return False
+
+
+SILENT = {
+    "TLS handshake stalls": (None, "API server 127.0.0.1:{port}: no answer to /api/v1 after"),
+    "never answers": (never_answers, "API server 127.0.0.1:{port}: no answer to /api/v1 after"),
+    "drips its answer": (
+        drips,
+        "API server 127.0.0.1:{port}: its answer to /apis/batch/v1/namespaces/default/jobs "
+        "still arriving after",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SILENT))
+def test_a_silent_api_server_is_named(case: str, ca: trustme.CA, tmp_path: Path) -> None:
+    handler, reason = SILENT[case]
+    with tls_server(ca, handler or never_answers, handshake=handler is not None) as server:
+        result = run(kubeconfig(tmp_path, ca, server.url), "-t", "3", "k8s:job/x")
+        port = server.url.rpartition(":")[2]
+    clean(result, 3)
+    assert result.code == 124
+    assert reason.format(port=port) in result.out, result.out
+    assert reason.format(port=port) in result.termination, result.termination

@@ -10,9 +10,10 @@ discovery read is kept for the whole wait (:class:`Discovery`, owned by the chec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -110,10 +111,18 @@ def safe_text(value: object, limit: int = 200) -> str:
 
 
 class Api:
-    """One attempt's conversation with the API server (a fresh connection per request)."""
+    """One attempt's conversation with the API server (a fresh connection per request).
+
+    ``name_waits``: each request names its wait (:func:`waitfor.net.activity.waiting_on`), so an
+    attempt cut off while the server is silent says so; only a check's own attempt asks this.
+    """
 
     def __init__(
-        self, credentials: Credentials, budget: float, discovery: Discovery | None = None
+        self,
+        credentials: Credentials,
+        budget: float,
+        discovery: Discovery | None = None,
+        name_waits: bool = False,
     ) -> None:
         import httpx
 
@@ -123,6 +132,8 @@ class Api:
         self.discovery = discovery or Discovery()
         self.last_path = ""  # what the last request read, for a reason that names it
         self._budget = budget
+        self._name_waits = name_waits
+        self._host = _host_of(credentials.server) or "?"
         self._extensions = {"sni_hostname": credentials.sni} if credentials.sni else {}
         self._client = httpx.AsyncClient(
             transport=NetTransport(credentials.context),
@@ -137,13 +148,17 @@ class Api:
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Json:
         self.last_path = path
-        request = self._client.build_request("GET", path, params=params, extensions=self._extensions)
-        response = await self._client.send(request, stream=True)
-        try:
-            await self._check(response)
-            body = await _read(response, MAX_ANSWER, path)
-        finally:
-            await response.aclose()
+        request = self._client.build_request(
+            "GET", path, params=params, extensions=self._extensions
+        )
+        read: list[int] = []  # the bytes of the answer so far, once its head arrived
+        with self._waiting(path, read):
+            response = await self._client.send(request, stream=True)
+            try:
+                await self._check(response)
+                body = await _read(response, MAX_ANSWER, path, read=read)
+            finally:
+                await response.aclose()
         try:
             document = expect.load(_decoded(body))  # bounded nesting: no RecursionError
         except ValueError:
@@ -174,6 +189,27 @@ class Api:
         except ValueError:
             return {}
         return document if isinstance(document, dict) else {}
+
+    @contextlib.contextmanager
+    def _waiting(self, path: str, read: list[int]) -> Iterator[None]:
+        """Name the wait for ``path``'s answer (``read``: its bytes so far, when they arrive)."""
+        if not self._name_waits or self._scanning:
+            yield
+            return
+        from waitfor.net.activity import waiting_on
+
+        def describe(waited: float) -> str:
+            if read:
+                return (
+                    f"API server {self._host}: its answer to {path} still arriving after "
+                    f"{waited:.1f}s ({read[0]} bytes)"
+                )
+            return f"API server {self._host}: no answer to {path} after {waited:.1f}s"
+
+        with waiting_on(describe):
+            yield
+
+    _scanning = False  # many discovery requests at once: the scan names its wait as a whole
 
     async def _check(self, response: httpx.Response) -> None:
         """ApiError for an error status or a redirect (the start of its body read first)."""
@@ -219,7 +255,8 @@ class Api:
             "timeoutSeconds": str(max(1, int(seconds + 1))),
         }
         request = self._client.build_request("GET", path, params=query, extensions=self._extensions)
-        response = await self._client.send(request, stream=True)
+        with self._waiting(path, []):  # until its head: then the events are the news
+            response = await self._client.send(request, stream=True)
         try:
             if response.status_code == 410:
                 raise Gone()
@@ -349,7 +386,24 @@ class Api:
 
         order = [(g, versions[0]) for g, versions in groups.items()]
         order += [(g, v) for g, versions in groups.items() for v in versions[1:]]
-        return list(await asyncio.gather(*(one(g, v) for g, v in order)))
+        cache = self.discovery.resources
+        if not self._name_waits or all(key in cache for key in order):
+            return list(await asyncio.gather(*(one(g, v) for g, v in order)))
+        from waitfor.net.activity import waiting_on
+
+        def describe(waited: float) -> str:
+            done = sum(1 for key in order if key in cache)
+            return (
+                f"API server {self._host}: reading API discovery, {done} of {len(order)} "
+                f"group versions after {waited:.1f}s"
+            )
+
+        self._scanning = True  # the requests in parallel do not name theirs
+        try:
+            with waiting_on(describe):
+                return list(await asyncio.gather(*(one(g, v) for g, v in order)))
+        finally:
+            self._scanning = False
 
 
 class Discovery:
@@ -395,13 +449,25 @@ class Discovery:
         self.groups = groups
 
 
-async def _read(response: httpx.Response, limit: int, path: str, cut: bool = False) -> bytes:
-    """The body, read as it arrives (cancellable); past ``limit`` an ApiError (``cut``: its start)."""
+async def _read(
+    response: httpx.Response,
+    limit: int,
+    path: str,
+    cut: bool = False,
+    read: list[int] | None = None,
+) -> bytes:
+    """The body, read as it arrives (cancellable); past ``limit`` an ApiError (``cut``: its start).
+
+    ``read`` holds the bytes read so far, for a reason given while the body still arrives."""
     chunks: list[bytes] = []
     size = 0
+    if read is not None:
+        read[:] = [0]
     async for chunk in response.aiter_bytes():
         chunks.append(chunk)
         size += len(chunk)
+        if read is not None:
+            read[0] = size
         if size > limit:
             if cut:
                 return b"".join(chunks)[:limit]
