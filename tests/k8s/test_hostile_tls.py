@@ -343,3 +343,46 @@ def test_a_silent_api_server_is_named(case: str, ca: trustme.CA, tmp_path: Path)
     assert result.code == 124
     assert reason.format(port=port) in result.out, result.out
     assert reason.format(port=port) in result.termination, result.termination
+
+
+# --- discovery of a server with many groups ---------------------------------------------------
+
+MANY_VERSIONS = {
+    "kind": "APIGroupList",
+    "groups": [
+        {
+            "name": f"g{i}.example.com",
+            "versions": [{"version": f"v{v}"} for v in range(1, 9)],
+            "preferredVersion": {"version": "v1"},
+        }
+        for i in range(300)
+    ],
+}
+
+
+def many_versions(peer: Peer, request: Request) -> bool:
+    if request.path == "/apis":
+        peer.json(200, MANY_VERSIONS)
+        return True
+    if request.path.startswith("/apis/g"):
+        resources = [{"name": "things", "kind": "Thing", "namespaced": True}]
+        peer.json(200, {"kind": "APIResourceList", "resources": resources})
+        return True
+    return False
+
+
+def test_discovery_is_rate_limited_as_kubectl_limits_it(ca: trustme.CA, tmp_path: Path) -> None:
+    """300 groups of 8 versions (2,400 requests for an unknown type): at most kubectl's
+    discovery burst of 300, then 50 a second; the reason says how far discovery got."""
+    with tls_server(ca, many_versions) as server:
+        # before the limit: ~150 a second on a loaded machine, 470 by 3 s, 750 by 5 s
+        result = run(kubeconfig(tmp_path, ca, server.url), "-t", "5", "k8s:widget/w")
+        with server.lock:
+            times = [when for when, _ in server.requests]
+    clean(result, 5)
+    assert result.code == 124
+    first = times[0]
+    for index, when in enumerate(times):
+        assert index <= 300 + 50 * (when - first) + 10, (index, when - first)
+    assert "reading API discovery, " in result.out, result.out
+    assert "of 2400 group versions after" in result.out, result.out

@@ -57,6 +57,10 @@ _VERSION = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?")
 _USER = re.compile(r'User "([^"\x00-\x1f]{1,200})"')
 #: discovery requests in flight at once (a server may serve hundreds of groups)
 DISCOVERY_CONCURRENCY = 32
+#: discovery requests per second after a burst, as kubectl's discovery client allows (its
+#: --discovery-burst 300, QPS 50): a server with 300 groups of 8 versions is 2,400 requests
+DISCOVERY_QPS = 50.0
+DISCOVERY_BURST = 300
 #: a TYPE not found is looked up again after 2 s, doubling to 30 s (a CRD installed later)
 REDISCOVER_FIRST = 2.0
 REDISCOVER_MAX = 30.0
@@ -335,6 +339,7 @@ class Api:
         """group name -> the versions it serves, preferred first, in the server's order."""
         cache = self.discovery
         if cache.groups is None:
+            await cache.slot()
             document = await self.get("/apis")
             groups: dict[str, tuple[str, ...]] = {}
             for group in document.get("groups") or []:
@@ -358,6 +363,7 @@ class Api:
         key = (group, version)
         if key not in cache:
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            await self.discovery.slot()
             document = await self.get(path)
             cache[key] = [
                 Resource(
@@ -421,6 +427,19 @@ class Discovery:
         self.misses = 0
         self._again_at = 0.0
         self._previous: dict[str, tuple[str, ...]] = {}
+        self._tokens = float(DISCOVERY_BURST)
+        self._filled: float | None = None  # loop time the bucket was last filled up to
+
+    async def slot(self) -> None:
+        """Wait for the rate limit's turn (a token bucket, for the whole wait)."""
+        now = asyncio.get_running_loop().time()
+        if self._filled is not None:
+            gained = (now - self._filled) * DISCOVERY_QPS
+            self._tokens = min(float(DISCOVERY_BURST), self._tokens + gained)
+        self._filled = now
+        self._tokens -= 1.0  # taken now; below zero, a turn further down the queue
+        if self._tokens < 0:
+            await asyncio.sleep(-self._tokens / DISCOVERY_QPS)
 
     def missed(self, now: float) -> None:
         self._again_at = now + min(REDISCOVER_MAX, REDISCOVER_FIRST * 2.0 ** min(self.misses, 8))
