@@ -71,6 +71,9 @@ MAX_OFFERED = 280
 #: object is at most 1.5 MiB (etcd's limit), a list of a few thousand objects fits; a hostile or
 #: broken server's endless body is cut here, not read into memory and parsed on the event loop
 MAX_ANSWER = 16 * 2**20
+#: the most JSON objects and arrays one answer may hold: each costs ~100 bytes once parsed, so
+#: 16 MiB of "[{},{},...]" would be ~400 MiB; a Pod is ~100-200 of them, a list of 500 fits
+MAX_CONTAINERS = 100_000
 #: an error's body is read only for its Status message
 MAX_ERROR_BODY = 64 * 1024
 
@@ -102,6 +105,10 @@ class ApiError(Exception):
         super().__init__(reason)
         self.status = status
         self.retry_after = retry_after  # a 429's Retry-After, in seconds
+
+
+class TooLarge(ApiError):
+    """The answer is larger than the client reads (bytes, or objects once parsed)."""
 
 
 class Gone(Exception):
@@ -163,10 +170,7 @@ class Api:
                 body = await _read(response, MAX_ANSWER, path, read=read)
             finally:
                 await response.aclose()
-        try:
-            document = expect.load(_decoded(body))  # bounded nesting: no RecursionError
-        except ValueError:
-            raise ApiError(response.status_code, f"{path}: the answer is not JSON") from None
+        document = _parsed(body, response.status_code, path)
         if not isinstance(document, dict):
             raise ApiError(response.status_code, f"{path}: the answer is not a JSON object")
         return document
@@ -189,8 +193,8 @@ class Api:
         finally:
             await response.aclose()
         try:
-            document = expect.load(_decoded(answer))
-        except ValueError:
+            document = _parsed(answer, response.status_code, path)
+        except ApiError:
             return {}
         return document if isinstance(document, dict) else {}
 
@@ -269,9 +273,11 @@ class Api:
                 if not line.strip():
                     continue
                 try:
-                    event = expect.load(_decoded(line))
+                    event = _parsed(line, 200, f"the watch of {path}")
                     kind, obj = str(event["type"]), event["object"]  # type: ignore[index]
-                except (ValueError, KeyError, TypeError):
+                except TooLarge:
+                    raise
+                except (ApiError, KeyError, TypeError):
                     raise ApiError(200, "the watch sent something that is not an event") from None
                 if kind == "ERROR":
                     if isinstance(obj, dict) and obj.get("code") == 410:
@@ -490,7 +496,7 @@ async def _read(
         if size > limit:
             if cut:
                 return b"".join(chunks)[:limit]
-            raise ApiError(response.status_code, _too_large(path, limit))
+            raise TooLarge(response.status_code, _too_large(path, limit))
     return b"".join(chunks)
 
 
@@ -509,9 +515,24 @@ async def _lines(response: httpx.Response, limit: int, path: str) -> AsyncIterat
                 yield line
             parts, size = [last], len(last)
         if size > limit:
-            raise ApiError(response.status_code, _too_large(f"the watch of {path}", limit))
+            raise TooLarge(response.status_code, _too_large(f"the watch of {path}", limit))
     if size:
         yield b"".join(parts)
+
+
+def _parsed(body: bytes, status: int, path: str) -> object:
+    """The answer as JSON (bounded nesting: no RecursionError); ApiError if it is not, TooLarge
+    if it holds more objects than memory should."""
+    if body.count(b"{") + body.count(b"[") > MAX_CONTAINERS:  # at C speed, before parsing
+        raise TooLarge(
+            status,
+            f"{path}: the API server's answer holds more than {MAX_CONTAINERS:,} "
+            "JSON objects and arrays",
+        )
+    try:
+        return expect.load(_decoded(body))
+    except ValueError:
+        raise ApiError(status, f"{path}: the answer is not JSON") from None
 
 
 def _too_large(what: str, limit: int) -> str:
