@@ -436,3 +436,38 @@ def test_no_form_of_the_token_in_any_output(form: int, ca: trustme.CA, tmp_path:
         result = run(kubeconfig(tmp_path, ca, server.url), "-t", "2", "-o", "json", "k8s:job/x")
     clean(result, 2, max_lines=12)
     assert "refused" in result.out, result.out
+
+
+# --- every misbehaviour at once, with --events and -o json ---------------------------------------
+
+
+def test_every_misbehaviour_at_once(ca: trustme.CA, tmp_path: Path) -> None:
+    """429 with a garbage Retry-After, a redirect to a second server, a 500 echoing the token,
+    410 watches, empty answers, in turn; Events on: a good citizen all the same."""
+    with tls_server(ca, lambda peer, request: False, documents={}) as second:
+
+        def hostile(peer: Peer, request: Request) -> bool:
+            turn = server.count() % 6
+            if turn == 0:
+                peer.json(429, {"kind": "Status", "code": 429}, "Retry-After: garbage\r\n")
+            elif turn == 1:
+                peer.reply(302, b"", f"Location: {second.url}/api/v1\r\n")
+            elif turn == 2:
+                peer.json(500, {"kind": "Status", "message": " ".join(forms(TOKEN))})
+            elif turn == 3 and request.watch:
+                peer.json(410, {"kind": "Status", "code": 410})
+            elif turn == 4:
+                peer.reply(200, b"")
+            else:
+                return False
+            return True
+
+        with tls_server(ca, hostile) as server:
+            env = {"WAITFOR_EVENTS": "1", "POD_NAME": "app-0", "POD_NAMESPACE": "default"}
+            config = kubeconfig(tmp_path, ca, server.url)
+            result = run(config, "-t", "3", "-o", "json", "k8s:job/x", env=env)
+            requests = server.count()
+    clean(result, 3, max_lines=14)
+    assert second.count() == 0  # never followed: the token never reached it
+    assert requests <= 20, requests
+    assert json.loads(result.out.splitlines()[-1])["event"] in ("summary", "end"), result.out
