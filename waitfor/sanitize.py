@@ -85,8 +85,9 @@ def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
 
 def _forms(secret: str) -> set[str]:
     """The ways a message may carry ``secret``: as given, decoded, percent-encoded (``%2F`` or
-    ``/``), and escaped as Python and JSON escape it (an exception quoting the bytes it could
-    not send, ``b'Bearer A\\nB'``; a JSON error body): derived from the secret, not guessed."""
+    ``/``, or every byte), and escaped as Python and JSON escape it (an exception quoting the
+    bytes it could not send, ``b'Bearer A\\nB'``; a JSON error body): derived from the secret,
+    not guessed."""
     from waitfor.urlsplit import unquote
 
     decoded = unquote(secret)
@@ -99,6 +100,8 @@ def _forms(secret: str) -> set[str]:
     plain = list(forms)
     for value in plain:
         forms |= {_quote(value, b""), _quote(value, b"/"), _quote(value, b"", plus=True)}
+        # every byte encoded, letters and digits too (some encoders do; any case: IGNORECASE)
+        forms.add("".join(f"%{byte:02X}" for byte in value.encode("utf-8", "surrogatepass")))
     for value in plain:
         forms |= _escaped(value)
     return forms | {_one_line(form) for form in forms if not form.isprintable()}

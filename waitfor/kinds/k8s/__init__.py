@@ -213,7 +213,7 @@ class K8sCheck(Check[K8sOptions]):
 
         if not await self._paced(hold_until):
             return self._last  # still the pace's time: nothing asked, nothing new
-        api = client.Api(credentials, budget, self._discovery)
+        api = client.Api(credentials, budget, self._discovery, name_waits=True)
         self._doing = ("get", "", "")
         loop = asyncio.get_running_loop()
         try:

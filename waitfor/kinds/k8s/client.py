@@ -10,9 +10,10 @@ discovery read is kept for the whole wait (:class:`Discovery`, owned by the chec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -56,12 +57,25 @@ _VERSION = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?")
 _USER = re.compile(r'User "([^"\x00-\x1f]{1,200})"')
 #: discovery requests in flight at once (a server may serve hundreds of groups)
 DISCOVERY_CONCURRENCY = 32
+#: discovery requests per second after a burst, as kubectl's discovery client allows (its
+#: --discovery-burst 300, QPS 50): a server with 300 groups of 8 versions is 2,400 requests
+DISCOVERY_QPS = 50.0
+DISCOVERY_BURST = 300
 #: a TYPE not found is looked up again after 2 s, doubling to 30 s (a CRD installed later)
 REDISCOVER_FIRST = 2.0
 REDISCOVER_MAX = 30.0
 #: characters of the "server offers" list in a reason: the whole reason must fit in the report's
 #: line (waitfor.sanitize.MAX_LENGTH, 400), which would cut it anywhere
 MAX_OFFERED = 280
+#: the most one answer (a list, a discovery document, one watch event) may hold: a Kubernetes
+#: object is at most 1.5 MiB (etcd's limit), a list of a few thousand objects fits; a hostile or
+#: broken server's endless body is cut here, not read into memory and parsed on the event loop
+MAX_ANSWER = 16 * 2**20
+#: the most JSON objects and arrays one answer may hold: each costs ~100 bytes once parsed, so
+#: 16 MiB of "[{},{},...]" would be ~400 MiB; a Pod is ~100-200 of them, a list of 500 fits
+MAX_CONTAINERS = 100_000
+#: an error's body is read only for its Status message
+MAX_ERROR_BODY = 64 * 1024
 
 
 class Resource(Value):
@@ -93,6 +107,10 @@ class ApiError(Exception):
         self.retry_after = retry_after  # a 429's Retry-After, in seconds
 
 
+class TooLarge(ApiError):
+    """The answer is larger than the client reads (bytes, or objects once parsed)."""
+
+
 class Gone(Exception):
     """A watch's resourceVersion is too old (410): list again."""
 
@@ -104,10 +122,18 @@ def safe_text(value: object, limit: int = 200) -> str:
 
 
 class Api:
-    """One attempt's conversation with the API server (a fresh connection per request)."""
+    """One attempt's conversation with the API server (a fresh connection per request).
+
+    ``name_waits``: each request names its wait (:func:`waitfor.net.activity.waiting_on`), so an
+    attempt cut off while the server is silent says so; only a check's own attempt asks this.
+    """
 
     def __init__(
-        self, credentials: Credentials, budget: float, discovery: Discovery | None = None
+        self,
+        credentials: Credentials,
+        budget: float,
+        discovery: Discovery | None = None,
+        name_waits: bool = False,
     ) -> None:
         import httpx
 
@@ -117,6 +143,8 @@ class Api:
         self.discovery = discovery or Discovery()
         self.last_path = ""  # what the last request read, for a reason that names it
         self._budget = budget
+        self._name_waits = name_waits
+        self._host = _host_of(credentials.server) or "?"
         self._extensions = {"sni_hostname": credentials.sni} if credentials.sni else {}
         self._client = httpx.AsyncClient(
             transport=NetTransport(credentials.context),
@@ -131,12 +159,18 @@ class Api:
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Json:
         self.last_path = path
-        response = await self._client.get(path, params=params, extensions=self._extensions)
-        self._check(response)
-        try:
-            document = expect.load(response.text)  # bounded nesting: no RecursionError
-        except ValueError:
-            raise ApiError(response.status_code, f"{path}: the answer is not JSON") from None
+        request = self._client.build_request(
+            "GET", path, params=params, extensions=self._extensions
+        )
+        read: list[int] = []  # the bytes of the answer so far, once its head arrived
+        with self._waiting(path, read):
+            response = await self._client.send(request, stream=True)
+            try:
+                await self._check(response)
+                body = await _read(response, MAX_ANSWER, path, read=read)
+            finally:
+                await response.aclose()
+        document = _parsed(body, response.status_code, path)
         if not isinstance(document, dict):
             raise ApiError(response.status_code, f"{path}: the answer is not a JSON object")
         return document
@@ -145,22 +179,48 @@ class Api:
         self, method: str, path: str, body: Json, content_type: str = "application/json"
     ) -> Json:
         """``body`` as JSON with ``method`` (POST, PATCH); the answer's object, or ApiError."""
-        response = await self._client.request(
+        request = self._client.build_request(
             method,
             path,
             content=json.dumps(body).encode(),
             headers={"Content-Type": content_type},
             extensions=self._extensions,
         )
-        self._check(response)
+        response = await self._client.send(request, stream=True)
         try:
-            document = response.json()
-        except ValueError:
+            await self._check(response)
+            answer = await _read(response, MAX_ANSWER, path)
+        finally:
+            await response.aclose()
+        try:
+            document = _parsed(answer, response.status_code, path)
+        except ApiError:
             return {}
         return document if isinstance(document, dict) else {}
 
-    def _check(self, response: httpx.Response) -> None:
-        """ApiError for an error status or a redirect (its body read first)."""
+    @contextlib.contextmanager
+    def _waiting(self, path: str, read: list[int]) -> Iterator[None]:
+        """Name the wait for ``path``'s answer (``read``: its bytes so far, when they arrive)."""
+        if not self._name_waits or self._scanning:
+            yield
+            return
+        from waitfor.net.activity import waiting_on
+
+        def describe(waited: float) -> str:
+            if read:
+                return (
+                    f"API server {self._host}: its answer to {path} still arriving after "
+                    f"{waited:.1f}s ({read[0]} bytes)"
+                )
+            return f"API server {self._host}: no answer to {path} after {waited:.1f}s"
+
+        with waiting_on(describe):
+            yield
+
+    _scanning = False  # many discovery requests at once: the scan names its wait as a whole
+
+    async def _check(self, response: httpx.Response) -> None:
+        """ApiError for an error status or a redirect (the start of its body read first)."""
         status = response.status_code
         if 300 <= status < 400:
             # An API server never redirects: a proxy or a wrong URL. httpx does not follow it,
@@ -170,12 +230,13 @@ class Api:
             raise ApiError(status, f"API server answered a redirect{where}; not followed")
         if status >= 400:
             retry_after = _retry_after(response.headers.get("Retry-After")) if status == 429 else 0
-            raise ApiError(status, self._describe_error(response), retry_after)
+            text = _decoded(await _read(response, MAX_ERROR_BODY, "", cut=True))
+            raise ApiError(status, self._describe_error(response, text), retry_after)
 
-    def _describe_error(self, response: httpx.Response) -> str:
+    def _describe_error(self, response: httpx.Response, text: str) -> str:
         status = response.status_code
         try:
-            body = expect.load(response.text)
+            body = expect.load(text)
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
@@ -202,20 +263,21 @@ class Api:
             "timeoutSeconds": str(max(1, int(seconds + 1))),
         }
         request = self._client.build_request("GET", path, params=query, extensions=self._extensions)
-        response = await self._client.send(request, stream=True)
+        with self._waiting(path, []):  # until its head: then the events are the news
+            response = await self._client.send(request, stream=True)
         try:
             if response.status_code == 410:
                 raise Gone()
-            if response.status_code >= 300:
-                await response.aread()
-                self._check(response)
-            async for line in response.aiter_lines():
+            await self._check(response)
+            async for line in _lines(response, MAX_ANSWER, path):
                 if not line.strip():
                     continue
                 try:
-                    event = expect.load(line)
+                    event = _parsed(line, 200, f"the watch of {path}")
                     kind, obj = str(event["type"]), event["object"]  # type: ignore[index]
-                except (ValueError, KeyError, TypeError):
+                except TooLarge:
+                    raise
+                except (ApiError, KeyError, TypeError):
                     raise ApiError(200, "the watch sent something that is not an event") from None
                 if kind == "ERROR":
                     if isinstance(obj, dict) and obj.get("code") == 410:
@@ -283,6 +345,7 @@ class Api:
         """group name -> the versions it serves, preferred first, in the server's order."""
         cache = self.discovery
         if cache.groups is None:
+            await cache.slot()
             document = await self.get("/apis")
             groups: dict[str, tuple[str, ...]] = {}
             for group in document.get("groups") or []:
@@ -306,6 +369,7 @@ class Api:
         key = (group, version)
         if key not in cache:
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            await self.discovery.slot()
             document = await self.get(path)
             cache[key] = [
                 Resource(
@@ -334,7 +398,24 @@ class Api:
 
         order = [(g, versions[0]) for g, versions in groups.items()]
         order += [(g, v) for g, versions in groups.items() for v in versions[1:]]
-        return list(await asyncio.gather(*(one(g, v) for g, v in order)))
+        cache = self.discovery.resources
+        if not self._name_waits or all(key in cache for key in order):
+            return list(await asyncio.gather(*(one(g, v) for g, v in order)))
+        from waitfor.net.activity import waiting_on
+
+        def describe(waited: float) -> str:
+            done = sum(1 for key in order if key in cache)
+            return (
+                f"API server {self._host}: reading API discovery, {done} of {len(order)} "
+                f"group versions after {waited:.1f}s"
+            )
+
+        self._scanning = True  # the requests in parallel do not name theirs
+        try:
+            with waiting_on(describe):
+                return list(await asyncio.gather(*(one(g, v) for g, v in order)))
+        finally:
+            self._scanning = False
 
 
 class Discovery:
@@ -352,6 +433,19 @@ class Discovery:
         self.misses = 0
         self._again_at = 0.0
         self._previous: dict[str, tuple[str, ...]] = {}
+        self._tokens = float(DISCOVERY_BURST)
+        self._filled: float | None = None  # loop time the bucket was last filled up to
+
+    async def slot(self) -> None:
+        """Wait for the rate limit's turn (a token bucket, for the whole wait)."""
+        now = asyncio.get_running_loop().time()
+        if self._filled is not None:
+            gained = (now - self._filled) * DISCOVERY_QPS
+            self._tokens = min(float(DISCOVERY_BURST), self._tokens + gained)
+        self._filled = now
+        self._tokens -= 1.0  # taken now; below zero, a turn further down the queue
+        if self._tokens < 0:
+            await asyncio.sleep(-self._tokens / DISCOVERY_QPS)
 
     def missed(self, now: float) -> None:
         self._again_at = now + min(REDISCOVER_MAX, REDISCOVER_FIRST * 2.0 ** min(self.misses, 8))
@@ -378,6 +472,76 @@ class Discovery:
                     self.resources.pop((group, version), None)
         self._previous = {}
         self.groups = groups
+
+
+async def _read(
+    response: httpx.Response,
+    limit: int,
+    path: str,
+    cut: bool = False,
+    read: list[int] | None = None,
+) -> bytes:
+    """The body, read as it arrives (cancellable); past ``limit`` an ApiError (``cut``: its start).
+
+    ``read`` holds the bytes read so far, for a reason given while the body still arrives."""
+    chunks: list[bytes] = []
+    size = 0
+    if read is not None:
+        read[:] = [0]
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if read is not None:
+            read[0] = size
+        if size > limit:
+            if cut:
+                return b"".join(chunks)[:limit]
+            raise TooLarge(response.status_code, _too_large(path, limit))
+    return b"".join(chunks)
+
+
+async def _lines(response: httpx.Response, limit: int, path: str) -> AsyncIterator[bytes]:
+    """A watch's lines as they arrive, none longer than ``limit`` (an event is one line)."""
+    parts: list[bytes] = []  # the line so far, in pieces: no copying of a long line per chunk
+    size = 0
+    async for chunk in response.aiter_bytes():
+        first, *rest = chunk.split(b"\n")
+        parts.append(first)
+        size += len(first)
+        if rest:
+            yield b"".join(parts)
+            *complete, last = rest
+            for line in complete:
+                yield line
+            parts, size = [last], len(last)
+        if size > limit:
+            raise TooLarge(response.status_code, _too_large(f"the watch of {path}", limit))
+    if size:
+        yield b"".join(parts)
+
+
+def _parsed(body: bytes, status: int, path: str) -> object:
+    """The answer as JSON (bounded nesting: no RecursionError); ApiError if it is not, TooLarge
+    if it holds more objects than memory should."""
+    if body.count(b"{") + body.count(b"[") > MAX_CONTAINERS:  # at C speed, before parsing
+        raise TooLarge(
+            status,
+            f"{path}: the API server's answer holds more than {MAX_CONTAINERS:,} "
+            "JSON objects and arrays",
+        )
+    try:
+        return expect.load(_decoded(body))
+    except ValueError:
+        raise ApiError(status, f"{path}: the answer is not JSON") from None
+
+
+def _too_large(what: str, limit: int) -> str:
+    shown = f"{what}: " if what else ""
+    return f"{shown}the API server's answer is larger than {limit // 2**20} MiB"
+
+
+def _decoded(body: bytes) -> str:
+    return body.decode("utf-8", "replace")
 
 
 def _retry_after(value: str | None) -> float:
