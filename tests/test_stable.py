@@ -194,7 +194,7 @@ def test_tcp_server_that_flaps_is_ready_only_once_it_stays_up() -> None:
     until_said(process, seen, lambda reason: "refused" in reason)  # the gap was seen
     with tcp_listener(port) as opened:
         back = opened[0]
-        code, lines, err = finish(process, seen)
+        code, _, err = finish(process, seen)
         ended = time.monotonic()
     assert code == 0, err
     assert ended - back >= 1.5
