@@ -9,6 +9,7 @@ the real one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -265,3 +266,34 @@ def test_stable_from_the_environment_and_the_command_line() -> None:
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "Traceback" not in bad.stderr
+
+
+WAITFOR_JSON = [sys.executable, "-m", "waitfor", "-o", "json"]
+
+
+@pytest.mark.parametrize("invert", [False, True], ids=["ready", "inverted"])
+def test_the_window_is_said_as_not_stable_yet_never_not_ready(invert: bool) -> None:
+    """Every answer was ready: "not ready: ready for 0.0s of 1s" contradicted itself."""
+    port = free_port()
+    with tcp_listener(port) if not invert else contextlib.nullcontext():
+        run = subprocess.run(
+            [sys.executable, "-m", "waitfor", "--stable", "0.5s", "-t", "20"]
+            + ["--invert"] * invert
+            + [f"tcp://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 0, run.stderr
+    said = "down" if invert else "ready"
+    assert f"not stable yet: {said} for 0.0s of 0.5s" in run.stderr
+    assert f"not {said}:" not in run.stderr
+    json_run = subprocess.run(
+        [*WAITFOR_JSON, "--stable", "0.5s", "-t", "20", "--invert", f"tcp://127.0.0.1:{port}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    holding = [json.loads(line) for line in json_run.stderr.splitlines() if "holding" in line]
+    assert holding
+    assert all(e["event"] == "not_ready" and e["holding"] is True for e in holding)

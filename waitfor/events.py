@@ -30,6 +30,8 @@ class Event(Value):
     attempt: int
     elapsed: float  # seconds since the wait began
     reason: str = ""  # not ready / failed / timed out: why; ready: what showed it
+    #: not ready only because ``--stable``'s window is not full yet: every answer was ready
+    holding: bool = False
 
 
 class TargetResult(Value):

@@ -114,7 +114,9 @@ class TextReporter(Reporter):
         self.pacer.see(event)
         if event.type is EventType.NOT_READY:
             if self.pacer.is_news(event):
-                line = f"{event.target} not {self._state(True)}: {event.reason}"
+                # --stable's window: ready every time, not for long enough yet
+                state = "stable yet" if event.holding else self._state(True)
+                line = f"{event.target} not {state}: {event.reason}"
                 if self.pacer.tell(event, len(line) + 9):  # and "waitfor: "
                     self._line(line)
             progress = self.pacer.progress(event.elapsed)
@@ -263,6 +265,7 @@ class JsonReporter(Reporter):
             "reason": event.reason,
             # ready / down (inverted): what a ready event means, in a word
             **({"state": self._state(True)} if event.type is EventType.READY else {}),
+            **({"holding": True} if event.holding else {}),
         }
 
     def _progress_line(self, progress: Progress) -> str:

@@ -143,7 +143,12 @@ async def run(
                     state.reason = f"{said} for {held:.1f}s of {hold:g}s"
                     state.reason += "" if invert else f" ({reason})"
                     steady = Event(
-                        EventType.NOT_READY, target, state.attempts, elapsed(), state.reason
+                        EventType.NOT_READY,
+                        target,
+                        state.attempts,
+                        elapsed(),
+                        state.reason,
+                        holding=True,
                     )
                     emit(steady)
                     if once:
