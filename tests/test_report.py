@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from tests.servers import free_port
-from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
-from waitfor.runner import Event, EventType, TargetResult
-from waitfor.targets import parse_target
+from waitfor.cli.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
+from waitfor.core.runner import Event, EventType, TargetResult
+from waitfor.core.targets import parse_target
 
 DB = parse_target("tcp://db:5432")
 API = parse_target("http://admin:hunter2@api/healthz")
@@ -230,7 +230,7 @@ def test_a_note_in_every_output() -> None:
 
 
 def test_tee_passes_everything_on() -> None:
-    from waitfor.report import Tee
+    from waitfor.cli.report import Tee
 
     first, second = TextReporter(io.StringIO()), JsonReporter(io.StringIO())
     tee = Tee(first, second)

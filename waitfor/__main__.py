@@ -1,3 +1,3 @@
-from waitfor.entry import run
+from waitfor.cli.signals import run
 
 run()

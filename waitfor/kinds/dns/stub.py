@@ -20,9 +20,9 @@ import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
 
-from waitfor.kinds.dns import glibc
+from waitfor.base.urls import host_port
+from waitfor.net import glibc
 from waitfor.net.activity import waiting_on
-from waitfor.urls import host_port
 
 
 async def search(name: str, rdtypes: tuple[str, ...], config: glibc.ResolverConfig) -> glibc.Search:
