@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from waitfor import parse_target
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
+from waitfor.core.registry import check_class
 from waitfor.kind import Outcome
-from waitfor.kinds import check_class
 
 
 def probe(url: str, budget: float = 3.0) -> Outcome:

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from waitfor.core.registry import KINDS, Kind
+from waitfor.core.targets import Target
 from waitfor.kind import Check, Deadline, Options, Outcome
-from waitfor.kinds import KINDS, Kind
 from waitfor.net.activity import waiting_on
-from waitfor.targets import Target
 
 
 @dataclass

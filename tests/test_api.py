@@ -20,8 +20,8 @@ from waitfor import (
     wait_for,
     wait_for_async,
 )
-from waitfor.backoff import MIN_DELAY, Backoff
-from waitfor.report import Reporter
+from waitfor.cli.report import Reporter
+from waitfor.core.backoff import MIN_DELAY, Backoff
 
 
 def test_sync_and_async_forms() -> None:
@@ -204,7 +204,7 @@ def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
     script = (
         "import atexit, sys\n"
         "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli import main\n"
+        "from waitfor.cli.command import main\n"
         "main(sys.argv[2:])\n"
     )
     with tcp_listener(port):
@@ -217,7 +217,7 @@ def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
     assert "waitfor.kinds.tcp" in imported
-    assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.kinds.http"}
+    assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.kinds.http.check"}
 
 
 def test_zero_timeout_makes_exactly_one_attempt_per_target() -> None:

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.servers import Script, banner_server, free_port, http_server, tcp_listener
-from waitfor import api, cli
+from waitfor import api
+from waitfor.cli import command as cli
 
 
 def waitfor(
@@ -403,7 +404,7 @@ def test_a_signal_wrapped_by_class_creation_is_still_a_signal() -> None:
     RuntimeError caused by it (seen: platform.uname_result's cached_property, SIGINT at 10 ms)."""
     import signal
 
-    from waitfor.entry import Signalled, signalled_in
+    from waitfor.cli.signals import Signalled, signalled_in
 
     class Landing:
         def __set_name__(self, owner: type, name: str) -> None:
@@ -457,7 +458,7 @@ CLICK_WORDS = [
 
 
 def click_params(words: list[str]) -> dict[str, Any]:
-    from waitfor import clickcli
+    from waitfor.cli import clickparse as clickcli
 
     context = clickcli.cli.make_context("waitfor", list(words), auto_envvar_prefix="WAITFOR")
     return {**context.params, "command": context.meta.get(clickcli.COMMAND_KEY, [])}
@@ -520,7 +521,7 @@ def test_a_ready_run_imports_click_only_for_other_options(
     script = (
         "import atexit, sys\n"
         "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli import main\n"
+        "from waitfor.cli.command import main\n"
         "main(sys.argv[2:])\n"
     )
     env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}

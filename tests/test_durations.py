@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from waitfor.durations import parse_duration
+from waitfor.core.durations import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ import click
 import pytest
 import yaml
 
-from waitfor import clickcli
-from waitfor.targets import parse_target
+from waitfor.cli import clickparse as clickcli
+from waitfor.core.targets import parse_target
 
 EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
 COMPOSE = EXAMPLES_DIR / "compose.yaml"

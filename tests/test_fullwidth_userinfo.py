@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from waitfor import TargetError, parse_target
-from waitfor.kinds import KINDS
+from waitfor.core.registry import KINDS
 
 DELIMITERS = "＠／＃？℀：﹫"  # noqa: RUF001
 

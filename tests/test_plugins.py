@@ -315,7 +315,7 @@ def test_a_broken_plugin_does_not_break_other_kinds(venv: Path) -> None:
 def test_built_in_targets_never_read_entry_points(venv: Path) -> None:
     code = (
         "import sys\n"
-        "from waitfor.targets import parse_target\n"
+        "from waitfor.core.targets import parse_target\n"
         "parse_target('tcp://db:5432'); parse_target('https://api/'); parse_target('dns:db')\n"
         "print('importlib.metadata' in sys.modules)\n"
     )

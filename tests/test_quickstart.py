@@ -1,4 +1,4 @@
-"""The synchronous first attempt (waitfor.quickstart) gives exactly what the runner gives.
+"""The synchronous first attempt (waitfor.core.first_attempt) gives exactly what the runner gives.
 
 Every input the quick path accepts (ready targets of kinds with ``probe_now``) is run through the
 CLI twice, in this process: as shipped, and with the quick path switched off so the event loop
@@ -26,9 +26,11 @@ from hypothesis import strategies as st
 
 from tests.redisd import Memcached, RedisServer
 from tests.servers import free_port, server_factory, tcp_listener, unix_http_server
-from waitfor import WaitTimeout, cli, quickstart, wait_for
-from waitfor.events import Event
-from waitfor.targets import parse_target
+from waitfor import WaitTimeout, wait_for
+from waitfor.cli import command as cli
+from waitfor.core import first_attempt as quickstart
+from waitfor.core.events import Event
+from waitfor.core.targets import parse_target
 
 _TIMING = re.compile(r"\d+\.\d+s")
 
@@ -194,7 +196,7 @@ def test_a_ready_run_never_imports_asyncio(
     script = (
         "import atexit, sys\n"
         "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli import main\n"
+        "from waitfor.cli.command import main\n"
         "main(sys.argv[2:])\n"
     )
     target = {
@@ -216,7 +218,7 @@ def test_a_ready_run_never_imports_asyncio(
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
     assert f"waitfor.kinds.{kind}" in imported
-    assert not imported & {"asyncio", "ssl", "waitfor.runner", "waitfor.net.aio", "dns"}
+    assert not imported & {"asyncio", "ssl", "waitfor.core.runner", "waitfor.net.aio", "dns"}
 
 
 def test_the_time_of_an_unanswered_first_attempt_is_counted() -> None:

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from tests.servers import Script, answering_peer, http_server, tcp_listener, unix_http_server
 from tests.test_quickstart import OPTIONS, assert_ready_as_the_runner
-from waitfor import quickstart
-from waitfor.events import TargetResult
+from waitfor.core import first_attempt as quickstart
+from waitfor.core.events import TargetResult
 
 BODY = b'{"status": "UP", "checks": [{"ok": true}]}'
 HEADERS = {"X-Probe": "yes", "Content-Type": "application/json; charset=utf-8"}
@@ -146,7 +146,7 @@ def test_a_ready_http_run_imports_neither_httpx_nor_asyncio(
     listing = tmp_path / "modules"
     script = (
         "import os, sys\n"
-        "from waitfor import cli\n"
+        "from waitfor.cli import command as cli\n"
         "listing = sys.argv.pop(1)\n"
         "def listed(code):\n"  # the command ends with os._exit: no atexit
         "    open(listing, 'w').write(' '.join(sys.modules))\n"
@@ -164,7 +164,7 @@ def test_a_ready_http_run_imports_neither_httpx_nor_asyncio(
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
     assert "waitfor.kinds.http.wire" in imported
-    assert not imported & {"asyncio", "ssl", "httpx", "h11", "email", "waitfor.runner"}
+    assert not imported & {"asyncio", "ssl", "httpx", "h11", "email", "waitfor.core.runner"}
 
 
 def test_a_quick_attempt_that_took_the_whole_timeout_ends_the_wait_at_it(tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_a_quick_attempt_that_took_the_whole_timeout_ends_the_wait_at_it(tmp_pat
     listing = tmp_path / "modules"
     script = (
         "import os, sys\n"
-        "from waitfor import cli\n"
+        "from waitfor.cli import command as cli\n"
         "listing = sys.argv.pop(1)\n"
         "def listed(code):\n"
         "    open(listing, 'w').write(' '.join(sys.modules))\n"

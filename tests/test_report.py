@@ -243,7 +243,7 @@ def test_a_note_in_every_output() -> None:
 
 
 def test_tee_passes_everything_on() -> None:
-    from waitfor.report import Tee
+    from waitfor.cli.report import Tee
 
     first, second = TextReporter(io.StringIO()), JsonReporter(io.StringIO())
     tee = Tee(first, second)

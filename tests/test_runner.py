@@ -9,11 +9,11 @@ import pytest
 
 from tests.conftest import FAST
 from tests.fakes import BEHAVIOURS, FakeCheck, fake_kind
-from waitfor.backoff import Backoff
+from waitfor.core.backoff import Backoff
+from waitfor.core.runner import Event, EventType, run
+from waitfor.core.targets import Target
 from waitfor.errors import CheckFailed, WaitTimeout
 from waitfor.kind import Outcome
-from waitfor.runner import Event, EventType, run
-from waitfor.targets import Target
 
 UP = Outcome.up("up")
 DOWN = Outcome.down("refused")

@@ -1,4 +1,4 @@
-"""The boundary every reason passes (waitfor.sanitize): no secret, one line, bounded."""
+"""The boundary every reason passes (waitfor.base.sanitize): no secret, one line, bounded."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from waitfor.sanitize import MAX_LENGTH, shown
+from waitfor.base.sanitize import MAX_LENGTH, shown
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,11 @@ from tests.fakes import BEHAVIOURS, fake_kind
 from tests.pg import Cluster
 from tests.servers import Script, free_port, http_server, tcp_listener
 from waitfor import api
-from waitfor.backoff import Backoff
+from waitfor.core.backoff import Backoff
+from waitfor.core.runner import Event, EventType, run
+from waitfor.core.targets import Target, parse_target
 from waitfor.errors import TargetError, WaitTimeout
 from waitfor.kind import Outcome
-from waitfor.runner import Event, EventType, run
-from waitfor.targets import Target, parse_target
 
 UP = Outcome.up("up")
 DOWN = Outcome.down("refused")

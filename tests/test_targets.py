@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from waitfor import kinds, targets, urls
+from waitfor.base import urls
+from waitfor.core import registry as kinds
+from waitfor.core import targets
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.kinds.http import HttpOptions
-from waitfor.targets import parse_target
+from waitfor.kinds.http.check import HttpOptions
 
 
 @pytest.mark.parametrize(
@@ -209,7 +211,7 @@ def test_parsing_a_target_imports_no_protocol_library(text: str) -> None:
     """Kind modules import their protocol library (and asyncio, ssl) only when they probe."""
     code = (
         "import sys\n"
-        "from waitfor.targets import parse_target\n"
+        "from waitfor.core.targets import parse_target\n"
         f"parse_target({text!r})\n"
         "heavy = ['httpx', 'dns', 'psycopg', 'ssl', 'waitfor.kinds.postgres.ping', 'h2', 'asyncio',"
         " 'pymysql', 'waitfor.kinds.mysql.ping', 'waitfor.kinds.redis.wire']\n"

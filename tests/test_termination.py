@@ -1,4 +1,4 @@
-"""The termination message (waitfor/termination.py): what `kubectl describe pod` shows as the
+"""The termination message (waitfor/cli/termination.py): what `kubectl describe pod` shows as the
 init container's "Last State: Terminated ... Message", written by the real command."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.servers import free_port, http_server
-from waitfor import cli, termination
+from waitfor.cli import command as cli
+from waitfor.cli import termination
 
 WAITFOR = [sys.executable, "-m", "waitfor"]
 

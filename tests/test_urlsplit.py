@@ -1,4 +1,4 @@
-"""waitfor.urlsplit == urllib.parse, the oracle, on the same strings: parts, errors, decoding.
+"""waitfor.base.urlsplit == urllib.parse, the oracle, on the same strings: parts, errors, decoding.
 
 The oracle is the image's interpreter, Debian's python3 (3.11 with the CVE-2025-0938 fix, which
 refuses text around a bracketed host): the one waitfor runs on in a pod. It answers from a
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waitfor import urlsplit
+from waitfor.base import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_PYTHON = "/usr/bin/python3"  # Debian's, as in the image (scripts/test installs it)

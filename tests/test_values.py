@@ -1,4 +1,4 @@
-"""waitfor.values.Value behaves as a frozen dataclass would, for what waitfor asks of one."""
+"""waitfor.base.values.Value behaves as a frozen dataclass would, for what waitfor asks of one."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 
-from waitfor.values import Value
+from waitfor.base.values import Value
 
 
 class Point(Value):

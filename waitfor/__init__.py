@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from waitfor.api import wait_for, wait_for_async
-    from waitfor.backoff import Backoff
+    from waitfor.core.backoff import Backoff
+    from waitfor.core.events import Event, EventType, TargetResult
+    from waitfor.core.targets import Target, parse_target
     from waitfor.errors import (
         CheckFailed,
         Interrupted,
@@ -24,27 +26,25 @@ if TYPE_CHECKING:
         WaitforError,
         WaitTimeout,
     )
-    from waitfor.events import Event, EventType, TargetResult
     from waitfor.kind import Address, Check, Options, Outcome
-    from waitfor.targets import Target, parse_target
 
 _WHERE = {
     "Address": "waitfor.kind",
-    "Backoff": "waitfor.backoff",
+    "Backoff": "waitfor.core.backoff",
     "Check": "waitfor.kind",
     "CheckFailed": "waitfor.errors",
-    "Event": "waitfor.events",
-    "EventType": "waitfor.events",
+    "Event": "waitfor.core.events",
+    "EventType": "waitfor.core.events",
     "Interrupted": "waitfor.errors",
     "Options": "waitfor.kind",
     "Outcome": "waitfor.kind",
-    "Target": "waitfor.targets",
+    "Target": "waitfor.core.targets",
     "TargetError": "waitfor.errors",
-    "TargetResult": "waitfor.events",
+    "TargetResult": "waitfor.core.events",
     "UsageError": "waitfor.errors",
     "WaitTimeout": "waitfor.errors",
     "WaitforError": "waitfor.errors",
-    "parse_target": "waitfor.targets",
+    "parse_target": "waitfor.core.targets",
     "wait_for": "waitfor.api",
     "wait_for_async": "waitfor.api",
 }

@@ -17,11 +17,11 @@ from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from waitfor.backoff import MIN_DELAY, Backoff
-from waitfor.durations import MAX_SECONDS, parse_duration
+from waitfor.core.backoff import MIN_DELAY, Backoff
+from waitfor.core.durations import MAX_SECONDS, parse_duration
+from waitfor.core.events import Event, EventHandler, TargetResult
+from waitfor.core.targets import Target, parse_target
 from waitfor.errors import UsageError, WaitTimeout
-from waitfor.events import Event, EventHandler, TargetResult
-from waitfor.targets import Target, parse_target
 
 if TYPE_CHECKING:
     import logging
@@ -89,7 +89,7 @@ class Wait:
         runner would have produced. Inverted waits, and kinds without a synchronous probe, are
         left to :meth:`run`.
         """
-        from waitfor import quickstart
+        from waitfor.core import first_attempt as quickstart
 
         started = self._begin()
         if self.once:
@@ -107,7 +107,7 @@ class Wait:
 
     async def run(self) -> list[TargetResult]:
         """Wait until every target is ready (``invert``: down), on the event loop."""
-        from waitfor.runner import run
+        from waitfor.core.runner import run
 
         self._begin()
         _quiet_own_requests()
@@ -254,7 +254,7 @@ Parameters:
     invert: wait until every target is *down* instead.
     backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
     on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
-    reporter: a :class:`waitfor.report.Reporter` writing progress lines, as the CLI does.
+    reporter: a :class:`waitfor.cli.report.Reporter` writing progress lines, as the CLI does.
     defaults: option values applied to every target whose kind takes them and that does
         not set them itself, as the CLI's ``--insecure``/``--cacert`` do
         (``{"insecure": True}``); a name no kind takes is refused.
@@ -312,7 +312,7 @@ def _targets(targets: Sequence[str | Target], defaults: Mapping[str, str] | None
 
 def _takes_option(key: str, targets: Sequence[Target]) -> bool:
     """Whether a kind of these targets, or any built-in kind, takes option ``key``."""
-    from waitfor import kinds
+    from waitfor.core import registry as kinds
 
     if any(key in kinds.check_class(target.scheme).OPTION_NAMES for target in targets):
         return True

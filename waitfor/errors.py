@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from waitfor.events import TargetResult
+    from waitfor.core.events import TargetResult
 
 
 class WaitforError(Exception):
@@ -48,7 +48,9 @@ class CheckFailed(WaitforError):
     exit_code = 2
 
     def __init__(self, target: str, reason: str) -> None:
-        from waitfor.sanitize import shown  # the runner's reasons are clean; a plugin's may not be
+        from waitfor.base.sanitize import (
+            shown,  # the runner's reasons are clean; a plugin's may not be
+        )
 
         reason = shown(reason)
         super().__init__(f"{target}: {reason}")

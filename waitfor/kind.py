@@ -42,11 +42,11 @@ What a kind provides (everything but ``probe`` has a working default)::
 
         def probe_now(self, deadline: Deadline) -> Outcome | None:
             # optional: a synchronous first attempt for a fast cold start (no asyncio);
-            # the ready Outcome that probe() would give, else None (see waitfor.quickstart)
+            # the ready Outcome that probe() would give, else None (see waitfor.core.first_attempt)
             ...
 
 ``Address(host, port, display, secrets, params)``: ``display`` is built from the parsed parts with
-secrets left out (``mysql://root:***@db:3306/app``; ``waitfor.redaction.userinfo`` / ``query``
+secrets left out (``mysql://root:***@db:3306/app``; ``waitfor.base.redaction.userinfo`` / ``query``
 help), ``secrets`` lists the credential values, ``params`` are kind-specific parts the probe reads
 back via ``target.param(key)``. ``parse_address`` and ``parse_options`` raise ValueError with a
 one-line message for bad input that quotes nothing secret (shown after the target's safe form,
@@ -70,13 +70,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
-from waitfor import redaction, urls
-from waitfor.deadline import Deadline
+from waitfor.base import redaction, urls
+from waitfor.base.deadline import Deadline
+from waitfor.base.urls import host_port
+from waitfor.base.values import Value
 from waitfor.net.errors import describe_os_error
-from waitfor.urls import host_port
-from waitfor.values import Value
 
 if TYPE_CHECKING:
+    from waitfor.core.targets import Target
     from waitfor.net.aio import (
         ConnectError,
         NetError,
@@ -87,7 +88,6 @@ if TYPE_CHECKING:
         resolve,
         start_tls,
     )
-    from waitfor.targets import Target
 
 __all__ = [
     "Address",
@@ -131,7 +131,7 @@ def __getattr__(name: str) -> object:
 OptionPairs = Sequence[tuple[str, str]]
 
 
-# The value types are waitfor.values.Value: every start imports them (see there why).
+# The value types are waitfor.base.values.Value: every start imports them (see there why).
 class Address(Value):
     """What a kind parsed from a target's address (its URL less the ``#fragment``)."""
 

@@ -33,7 +33,7 @@ from tests.image.conftest import podman
 from tests.pg import Cluster
 from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import Script, free_port, http_server, unix_http_server
-from waitfor.kinds import KINDS
+from waitfor.core.registry import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"
 SYSTEM_CAFILE = ssl.get_default_verify_paths().cafile  # the image has Debian's, like this host

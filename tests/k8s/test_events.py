@@ -17,7 +17,7 @@ import yaml
 from tests.k8s import test_hostile as hostile
 from tests.k8s.lab import ControlPlane
 from tests.servers import free_port, tcp_listener
-from waitfor import podevents
+from waitfor.cli import podevents
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]

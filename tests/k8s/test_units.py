@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 import trustme
 
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.kinds.k8s import K8sOptions, ready, spec_of
-from waitfor.kinds.k8s import config as k8s_config
-from waitfor.targets import parse_target
+from waitfor.kinds.k8s import ready
+from waitfor.kinds.k8s.check import K8sOptions, spec_of
+from waitfor.net.k8s import config as k8s_config
 
 Json = dict[str, Any]
 

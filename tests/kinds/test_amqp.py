@@ -20,9 +20,9 @@ from tests.brokers import RabbitNode, RabbitScratch, tls_terminator
 from tests.conftest import FAST
 from tests.servers import scripted_peer
 from waitfor import Outcome, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
-from waitfor.kinds.amqp import AmqpCheck
+from waitfor.base.deadline import Deadline
 from waitfor.kinds.amqp import wire as amqp
+from waitfor.kinds.amqp.check import AmqpCheck
 from waitfor.net.conversation import Conversation, Send, run_async
 
 

@@ -14,8 +14,8 @@ from tests.conftest import FAST
 from tests.dnsserver import DnsServer, UdpResponder, servfail
 from tests.servers import free_port
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
-from waitfor.kinds.dns import DnsCheck
+from waitfor.base.deadline import Deadline
+from waitfor.kinds.dns.check import DnsCheck
 
 
 def probe(target: str, budget: float = 2.0) -> tuple[bool, str]:
@@ -181,11 +181,11 @@ def test_namespace_placeholder(server: DnsServer, monkeypatch: pytest.MonkeyPatc
 def test_namespace_from_the_service_account_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import waitfor.targets
+    import waitfor.core.targets
 
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
     file = tmp_path / "namespace"
-    monkeypatch.setattr(waitfor.targets, "NAMESPACE_FILE", str(file))
+    monkeypatch.setattr(waitfor.core.targets, "NAMESPACE_FILE", str(file))
     with pytest.raises(TargetError, match="needs POD_NAMESPACE"):
         parse_target("dns:mydb.{namespace}.svc.cluster.local")
     file.write_text("team-b\n")

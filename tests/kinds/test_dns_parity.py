@@ -49,9 +49,9 @@ _PROBE = """
 import asyncio, json, sys
 import pytest
 from tests.test_quickstart import normalized, run_cli
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor import parse_target
-from waitfor.kinds.dns import DnsCheck
+from waitfor.kinds.dns.check import DnsCheck
 
 both = sys.argv[1] == "both"  # else the probe alone: a server may count what it is asked
 for name in sys.argv[2:]:

@@ -28,9 +28,10 @@ import pytest
 from tests.dnsserver import DnsServer, UdpResponder, next_address, servfail
 from tests.reliability.silent_nameserver import silent_nameserver, unavailable_reason
 from tests.test_quickstart import normalized, run_cli
-from waitfor import parse_target, quickstart
-from waitfor.deadline import Deadline
-from waitfor.kinds.dns import DnsCheck
+from waitfor import parse_target
+from waitfor.base.deadline import Deadline
+from waitfor.core import first_attempt as quickstart
+from waitfor.kinds.dns.check import DnsCheck
 
 
 @pytest.fixture
@@ -234,7 +235,7 @@ def test_a_ready_run_imports_neither_dnspython_nor_asyncio(
     script = (
         "import atexit, sys\n"
         "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli import main\n"
+        "from waitfor.cli.command import main\n"
         "main(sys.argv[2:])\n"
     )
     targets = [

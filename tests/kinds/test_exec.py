@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import FAST
 from waitfor import WaitTimeout, wait_for
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.targets import parse_target
 
 
 def reason(target: str, timeout: float = 0.4, attempt_timeout: float = 5.0) -> str:

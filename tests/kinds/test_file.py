@@ -20,10 +20,10 @@ import pytest
 
 from tests.conftest import FAST
 from waitfor import WaitTimeout, wait_for
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 from waitfor.kinds.file import FileCheck
-from waitfor.targets import parse_target
 
 
 def reason(target: str) -> str:

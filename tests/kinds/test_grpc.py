@@ -21,8 +21,8 @@ from tests.conftest import FAST
 from tests.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
 from tests.servers import free_port, http_server, tcp_listener
 from waitfor import CheckFailed, WaitTimeout, wait_for
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.targets import parse_target
 
 
 def reasons(*targets: str, timeout: float = 0.6) -> list[str]:

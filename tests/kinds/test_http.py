@@ -22,9 +22,9 @@ from tests.conftest import FAST
 from tests.peakrss import peak_rss_kib
 from tests.servers import Script, http_answer, http_server, raw_http_server
 from waitfor import WaitTimeout, wait_for
-from waitfor.kinds.http import BODY_LIMIT
+from waitfor.base.patterns import compile_pattern
+from waitfor.kinds.http.check import BODY_LIMIT
 from waitfor.net import tls
-from waitfor.patterns import compile_pattern
 
 
 @pytest.fixture(scope="module")

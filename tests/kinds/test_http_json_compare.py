@@ -13,9 +13,9 @@ import pytest
 from tests.conftest import FAST
 from tests.servers import Script, http_server
 from waitfor import WaitTimeout, wait_for
+from waitfor.base.jsonexpect import parse_expectation, unmet
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.jsonexpect import parse_expectation, unmet
-from waitfor.targets import parse_target
 
 
 def health(nodes: object, status: str = "green") -> bytes:

@@ -26,10 +26,11 @@ from hypothesis import strategies as st
 
 from tests.servers import answering_peer as peer
 from tests.servers import read_request
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
+from waitfor.core.targets import parse_target
 from waitfor.kind import Outcome
-from waitfor.kinds.http import BODY_LIMIT, HttpCheck, wire
-from waitfor.targets import parse_target
+from waitfor.kinds.http import wire
+from waitfor.kinds.http.check import BODY_LIMIT, HttpCheck
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
@@ -374,10 +375,10 @@ def test_http_unix_both_ways(tmp_path: Path, answer: bytes) -> None:
 #: run in a child process: every descriptor taken, then the quick attempt on an http+unix target
 _NO_DESCRIPTOR_LEFT = """
 import os, resource, sys
-from waitfor.deadline import Deadline
-from waitfor.kinds.http import HttpCheck
+from waitfor.base.deadline import Deadline
+from waitfor.kinds.http.check import HttpCheck
 from waitfor.net import unixsock
-from waitfor.targets import parse_target
+from waitfor.core.targets import parse_target
 
 check = HttpCheck(parse_target(sys.argv[1]))
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))

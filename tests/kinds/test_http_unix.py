@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import FAST
 from tests.servers import Script, unix_http_server
 from waitfor import WaitTimeout, wait_for
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.targets import parse_target
 
 
 def address(path: Path, rest: str = "/healthz") -> str:

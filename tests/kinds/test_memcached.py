@@ -13,8 +13,8 @@ from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.redisd import Memcached, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
-from waitfor.kinds.memcached import MemcachedCheck
+from waitfor.base.deadline import Deadline
+from waitfor.kinds.memcached.check import MemcachedCheck
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason("memcached") is not None, reason=str(unavailable_reason("memcached"))

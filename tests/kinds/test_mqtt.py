@@ -22,8 +22,8 @@ from tests.brokers import MOSQUITTO_PORT, Mosquitto, have
 from tests.conftest import FAST
 from tests.servers import listening, scripted_peer, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
-from waitfor.kinds.mqtt import MqttCheck
+from waitfor.base.deadline import Deadline
+from waitfor.kinds.mqtt.check import MqttCheck
 
 pytestmark = pytest.mark.skipif(
     not have("mosquitto", "mosquitto_passwd", "mosquitto_sub"), reason="mosquitto not installed"

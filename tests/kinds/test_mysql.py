@@ -29,9 +29,9 @@ from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.mysqld import MariaDB
 from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
-from waitfor.kinds.mysql import MysqlCheck
+from waitfor.kinds.mysql.check import MysqlCheck
 from waitfor.kinds.mysql.ping import Greeting, handshake_response, scramble
 
 MakeServer = Callable[..., MariaDB]
@@ -244,8 +244,8 @@ CLIENT = "10.254.16.1"  # not loopback: the server keeps no host cache for loopb
 PING_LOOP = """
 import asyncio, sys
 from waitfor import parse_target
-from waitfor.deadline import Deadline
-from waitfor.kinds import check_class
+from waitfor.base.deadline import Deadline
+from waitfor.core.registry import check_class
 
 async def main(url, count):
     target = parse_target(url)

@@ -16,8 +16,8 @@ from tests.brokers import NATS_PORT, NatsServer, have
 from tests.conftest import FAST
 from tests.servers import listening, scripted_peer, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
-from waitfor.kinds.nats import NatsCheck
+from waitfor.base.deadline import Deadline
+from waitfor.kinds.nats.check import NatsCheck
 
 pytestmark = pytest.mark.skipif(not have("nats-server"), reason="nats-server not installed")
 MakeServer = Callable[..., NatsServer]

@@ -23,7 +23,7 @@ import trustme
 from tests.pg import Cluster
 from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.kinds.postgres.ping import ping, tls_context
 
 MakeCluster = Callable[[], Cluster]

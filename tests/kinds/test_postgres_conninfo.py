@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.kinds.postgres import PostgresOptions
+from waitfor.kinds.postgres.check import PostgresOptions
 from waitfor.kinds.postgres.conninfo import (
     DSN_TOKEN,
     endpoints,
@@ -17,7 +18,6 @@ from waitfor.kinds.postgres.conninfo import (
     parse_dsn,
     parse_uri,
 )
-from waitfor.targets import parse_target
 
 
 @pytest.fixture(autouse=True)

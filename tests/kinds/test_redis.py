@@ -22,9 +22,9 @@ from tests.attempts import assert_first_attempt_as_runner, probe
 from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import Script, banner_server, free_port, http_server, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
-from waitfor.kinds.redis import RedisCheck
+from waitfor.kinds.redis.check import RedisCheck
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason("redis-server", "redis-cli") is not None,

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import FAST
 from tests.servers import free_port, tcp_listener
 from waitfor import WaitTimeout, wait_for
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.kinds.tcp import connect_any
 
 

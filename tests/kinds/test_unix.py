@@ -14,11 +14,11 @@ import pytest
 
 from tests.conftest import FAST
 from waitfor import WaitTimeout, wait_for
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 from waitfor.kind import Outcome
 from waitfor.kinds.unix import UnixCheck
-from waitfor.targets import parse_target
 
 
 @contextmanager

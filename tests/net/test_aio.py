@@ -18,7 +18,7 @@ import pytest
 import trustme
 
 from tests.servers import http_server
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.net import aio
 
 

@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives import serialization
 
 from tests.servers import http_server, scripted_peer
 from waitfor import WaitTimeout, wait_for
+from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-from waitfor.targets import parse_target
 
 PASSPHRASE = "corr3ct-h0rse"
 

@@ -17,7 +17,7 @@ import trustme
 
 from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT
 from tests.servers import listening, scripted_peer
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
 from waitfor.net import aio
 from waitfor.net.conversation import (
@@ -139,9 +139,9 @@ def test_the_blocking_driver_leaves_tls_to_the_runner() -> None:
 def test_a_ready_first_attempt_imports_no_asyncio() -> None:
     code = (
         "import sys\n"
-        "from waitfor.deadline import Deadline\n"
-        "from waitfor.kinds import check_class\n"
-        "from waitfor.targets import parse_target\n"
+        "from waitfor.base.deadline import Deadline\n"
+        "from waitfor.core.registry import check_class\n"
+        "from waitfor.core.targets import parse_target\n"
         f"for url in ['amqp://127.0.0.1:{RABBITMQ_PORT}', 'mqtt://127.0.0.1:{MOSQUITTO_PORT}',"
         f" 'nats://127.0.0.1:{NATS_PORT}#jetstream']:\n"
         "    target = parse_target(url)\n"

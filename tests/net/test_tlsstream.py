@@ -20,7 +20,7 @@ import pytest
 import trustme
 
 from tests.servers import scripted_peer
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.net import aio
 
 Peer = Callable[[socket.socket], None]

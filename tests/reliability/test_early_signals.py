@@ -213,7 +213,7 @@ def test_an_early_sigterm_to_pid1_is_not_lost(delay_ms: int) -> None:
 #: "Exception ignored" and carries on (seen for real inside importlib's module-lock callback).
 SWALLOWED = (
     "import os, signal, sys\n"
-    "from waitfor import entry\n"
+    "from waitfor.cli import signals as entry\n"
     "entry.install()\n"
     "class Finalised:\n"
     "    def __del__(self):\n"
@@ -221,7 +221,7 @@ SWALLOWED = (
     "        for _ in range(1000):\n"  # the handler runs here, between two bytecodes
     "            pass\n"
     "Finalised()\n"
-    "from waitfor.cli import run\n"
+    "from waitfor.cli.command import run\n"
     "sys.argv = ['waitfor', *sys.argv[1:]]\n"
     "run()\n"
 )
@@ -246,10 +246,10 @@ def test_a_signal_python_swallowed_still_ends_the_wait(words: list[str]) -> None
 
 
 #: A signal landing the moment the handlers are in place, before the command's first ``try``
-#: (seen for real: a SIGTERM 17 ms in, "waitfor.entry.Signalled: 15" and exit 1).
+#: (seen for real: a SIGTERM 17 ms in, "waitfor.cli.signals.Signalled: 15" and exit 1).
 AS_INSTALLED = (
     "import os, signal, sys\n"
-    "from waitfor import entry\n"
+    "from waitfor.cli import signals as entry\n"
     "installed = entry.install\n"
     "def install():\n"
     "    installed()\n"
@@ -278,7 +278,7 @@ def test_a_signal_as_the_handlers_are_installed_ends_in_one_line() -> None:
 IN_THE_LOOPS_MAKING = (
     "import os, signal, sys\n"
     "from asyncio import selector_events\n"
-    "from waitfor import entry\n"
+    "from waitfor.cli import signals as entry\n"
     "entry.install()\n"
     "make = selector_events.BaseSelectorEventLoop._make_self_pipe\n"
     "def landing(loop):\n"
@@ -287,7 +287,7 @@ IN_THE_LOOPS_MAKING = (
     "        pass\n"
     "    make(loop)\n"
     "selector_events.BaseSelectorEventLoop._make_self_pipe = landing\n"
-    "from waitfor.cli import run\n"
+    "from waitfor.cli.command import run\n"
     "sys.argv = ['waitfor', *sys.argv[1:]]\n"
     "run()\n"
 )

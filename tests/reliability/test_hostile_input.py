@@ -30,9 +30,9 @@ from tests.servers import (
     raw_http_server,
     tcp_listener,
 )
-from waitfor import cli
+from waitfor.cli import command as cli
+from waitfor.core.targets import Target, parse_target
 from waitfor.errors import TargetError
-from waitfor.targets import Target, parse_target
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "400"))  # more: HOSTILE_EXAMPLES=20000
 #: examples that run the real checks, each up to RUN_TIMEOUT: fewer, to keep CI quick

@@ -12,9 +12,9 @@ import pytest
 
 from tests.dnsserver import DnsServer
 from tests.servers import free_port
-from waitfor.backoff import IMMEDIATE
-from waitfor.runner import Event, EventType, run
-from waitfor.targets import parse_target
+from waitfor.core.backoff import IMMEDIATE
+from waitfor.core.runner import Event, EventType, run
+from waitfor.core.targets import parse_target
 
 ATTEMPTS = 10_000
 FIGURES: list[str] = []

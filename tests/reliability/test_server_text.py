@@ -1,4 +1,4 @@
-"""What a server says passes one boundary before it is shown (waitfor.sanitize).
+"""What a server says passes one boundary before it is shown (waitfor.base.sanitize).
 
 Servers that echo the password they were sent (a real Redis with AUTH renamed; scripted NATS,
 memcached and AMQP peers), servers whose words hold a forged report line or terminal escapes,
@@ -28,9 +28,9 @@ from tests.conftest import FAST
 from tests.redisd import RedisServer, unavailable_reason
 from tests.servers import scripted_peer, server_factory
 from waitfor import CheckFailed, Outcome, TargetError, WaitTimeout, parse_target, wait_for
-from waitfor.kinds import BUILTIN, check_class
-from waitfor.report import make_reporter
-from waitfor.sanitize import MAX_LENGTH
+from waitfor.base.sanitize import MAX_LENGTH
+from waitfor.cli.report import make_reporter
+from waitfor.core.registry import BUILTIN, check_class
 
 MODES = ["text", "json", "quiet", "tty"]
 PASSWORD = "S3cretPW"

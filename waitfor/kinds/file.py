@@ -21,15 +21,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
+from waitfor.base.urlsplit import unquote
+from waitfor.base.values import Value
 from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown
 from waitfor.net.errors import describe_os_error
-from waitfor.urlsplit import unquote
-from waitfor.values import Value
 
 if TYPE_CHECKING:
     import asyncio
 
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 
 class FileOptions(Value):

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from waitfor import urls
+from waitfor.base import urls
+from waitfor.base.urlsplit import unquote
+from waitfor.base.values import Value
 from waitfor.kind import (
     Address,
     Check,
@@ -31,11 +33,9 @@ from waitfor.kind import (
     single,
 )
 from waitfor.net import tls
-from waitfor.urlsplit import unquote
-from waitfor.values import Value
 
 if TYPE_CHECKING:
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing
     import asyncio

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor import urls
+from waitfor.base import urls
 from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port
 
 if TYPE_CHECKING:
     import socket
 
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 
 class TcpCheck(Check[Options]):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from waitfor.base.urlsplit import unquote
 from waitfor.kind import Address, Check, Options, Outcome
 from waitfor.net.unixsock import NotAccepted, connected
-from waitfor.urlsplit import unquote
 
 if TYPE_CHECKING:
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 #: sun_path holds 108 bytes on Linux, the last one a NUL
 MAX_PATH_BYTES = 107

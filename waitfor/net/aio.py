@@ -20,7 +20,7 @@ that word reasons as their reference tool does: :class:`ResolveError` (``host``,
     all addresses, in getaddrinfo's order; :class:`ResolveError` when the name does not resolve.
 ``await connect(host, port, deadline) -> socket.socket``
     resolves, then tries every address in order, splitting what is left before ``deadline``
-    (:class:`waitfor.deadline.Deadline`) evenly so one silent address cannot starve the others;
+    (:class:`waitfor.base.deadline.Deadline`) evenly so one silent address cannot starve the others;
     returns a connected non-blocking socket (the caller closes it). ``deadline`` bounds
     resolution and connecting together.
 ``await connect_address(address, timeout) -> socket.socket``
@@ -48,15 +48,15 @@ import ssl
 import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from waitfor.base.urls import host_port
 from waitfor.net import tlsstream
 from waitfor.net.activity import waiting_on
 from waitfor.net.errors import NetError as NetError
 from waitfor.net.errors import TlsError as TlsError
 from waitfor.net.errors import describe_os_error, tls_failure
-from waitfor.urls import host_port
 
 if TYPE_CHECKING:
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 RESOLV_CONF = "/etc/resolv.conf"
 #: lookups of one name allowed in flight at once; later attempts share the newest

@@ -16,7 +16,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockaddr
 

@@ -29,9 +29,9 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from waitfor.base.values import Value
 from waitfor.kind import Outcome
 from waitfor.net.errors import TlsError, tls_failure
-from waitfor.values import Value
 
 if TYPE_CHECKING:
     import asyncio
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Protocol, TypeVar
 
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
     class Transport(Protocol):
         """Bytes in and out, TLS on demand; ``until`` (monotonic, inf for none) bounds a step:

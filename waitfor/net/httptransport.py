@@ -23,7 +23,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from waitfor.deadline import Deadline
+from waitfor.base.deadline import Deadline
 from waitfor.net import aio, unixsock
 from waitfor.net.errors import describe_os_error
 

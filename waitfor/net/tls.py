@@ -20,8 +20,8 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING
 
+from waitfor.base.values import Value
 from waitfor.kind import OptionPairs, flag, single
-from waitfor.values import Value
 
 if TYPE_CHECKING:
     import ssl

@@ -7,8 +7,9 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from waitfor import __version__
+from waitfor.base.values import Value
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Briefly,
     Closed,
@@ -17,7 +18,6 @@ from waitfor.net.conversation import (
     Send,
     Step,
 )
-from waitfor.values import Value
 
 if TYPE_CHECKING:
     pass

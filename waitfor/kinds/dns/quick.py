@@ -16,11 +16,12 @@ import math
 import os
 from typing import TYPE_CHECKING
 
-from waitfor.kinds.dns import glibc, wire
-from waitfor.urls import host_port
+from waitfor.base.urls import host_port
+from waitfor.kinds.dns import wire
+from waitfor.net import glibc
 
 if TYPE_CHECKING:
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
 
 # dnspython's names, for reasons
 _RCODES = (

@@ -20,7 +20,8 @@ import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
 
-from waitfor.kinds.dns import glibc
+from waitfor.base.urls import host_port
+from waitfor.net import glibc
 from waitfor.net.activity import waiting_on
 from waitfor.net.errors import describe_os_error
 from waitfor.urls import host_port

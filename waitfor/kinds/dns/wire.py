@@ -18,7 +18,7 @@ a CNAME before them leads to, count (:func:`glibc.addresses_in_answer`, as the r
 
 from __future__ import annotations
 
-from waitfor.kinds.dns import glibc
+from waitfor.net import glibc
 
 A, NS, CNAME, SOA, AAAA = 1, 2, 5, 6, 28
 TYPES = {"A": A, "AAAA": AAAA}

@@ -15,12 +15,12 @@ import codecs
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING
 
+from waitfor.base.values import Value
 from waitfor.kind import Outcome
-from waitfor.values import Value
 
 if TYPE_CHECKING:
-    from waitfor.kinds.http import HttpOptions
-    from waitfor.patterns import Pattern
+    from waitfor.base.patterns import Pattern
+    from waitfor.kinds.http.check import HttpOptions
 
 #: bytes of body read off the wire, and kept after each Content-Encoding layer (a gzip bomb
 #: stays small)
@@ -76,7 +76,7 @@ def judge(options: HttpOptions, status: int, headers: Headers) -> Judgement:
             return Outcome.down(f"HTTP {status} but body does not match {options.body.pattern!r}")
     if not options.json:
         return Outcome.up(f"HTTP {status}, body matches")
-    from waitfor import jsonexpect as expect  # only json targets pay for the json module
+    from waitfor.base import jsonexpect as expect  # only json targets pay for the json module
 
     try:
         document = expect.load(text)

@@ -31,9 +31,9 @@ from waitfor.net.conversation import Closed, Read, ReadLine, Send
 if TYPE_CHECKING:
     import socket
 
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
     from waitfor.kind import Outcome
-    from waitfor.kinds.http import HttpOptions
+    from waitfor.kinds.http.check import HttpOptions
     from waitfor.kinds.http.judge import Headers
     from waitfor.net.conversation import Conversation, Step
 

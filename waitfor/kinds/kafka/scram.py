@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import os
 
-from waitfor.kinds.conversation import ProtocolError
+from waitfor.core.conversation_check import ProtocolError
 
 
 class Scram:

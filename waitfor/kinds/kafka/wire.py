@@ -12,10 +12,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Generator
 
+from waitfor.base.values import Value
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import Closed, Conversation, Read, Send, Step
-from waitfor.values import Value
 
 API_METADATA, API_SASL_HANDSHAKE, API_VERSIONS, API_SASL_AUTHENTICATE = 3, 17, 18, 36
 METADATA_VERSIONS = range(4, 13)  # the versions read and written here

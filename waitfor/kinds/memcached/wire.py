@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,

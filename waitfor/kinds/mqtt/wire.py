@@ -6,8 +6,8 @@ import secrets
 import struct
 from collections.abc import Generator
 
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Conversation,
     Read,

@@ -26,8 +26,9 @@ import os
 import struct
 from collections.abc import Generator
 
+from waitfor.base.values import Value
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,
@@ -35,7 +36,6 @@ from waitfor.net.conversation import (
     Send,
     Step,
 )
-from waitfor.values import Value
 
 MAX_PACKET = 65536  # a greeting or an error is far smaller: anything bigger is not MySQL
 PROTOCOL_10 = 10

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome, describe_os_error
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.kinds.mysql.ping import default_user, parse_greeting
 from waitfor.net import aio
 
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from pymysql.connections import Connection
 
-    from waitfor.deadline import Deadline
-    from waitfor.targets import Target
+    from waitfor.base.deadline import Deadline
+    from waitfor.core.targets import Target
 
 ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
 #: auth plugins that send the password itself: only over TLS (the mysql client's default too)
@@ -47,7 +47,7 @@ async def query(
     context: ssl.SSLContext | None,
     deadline: Deadline,
 ) -> Outcome:
-    """Log in and run SELECT 1 (and look for ``table``); see :mod:`waitfor.kinds.mysql`.
+    """Log in and run SELECT 1 (and look for ``table``); see :mod:`waitfor.kinds.mysql.check`.
 
     ``context``: TLS for ssl-mode REQUIRED and stricter; None lets PyMySQL do PREFERRED/DISABLED.
     """

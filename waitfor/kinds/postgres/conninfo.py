@@ -1,6 +1,6 @@
 """libpq connection strings: ``postgresql://`` URIs and ``key=value`` DSNs, as libpq reads them.
 
-Used by :mod:`waitfor.kinds.postgres` only. The result is libpq keywords completed in libpq's
+Used by :mod:`waitfor.kinds.postgres.check` only. The result is libpq keywords completed in libpq's
 order: the string, then the ``service`` (or PGSERVICE) definition from pg_service.conf, then libpq's
 environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSSLMODE, PGREQUIRESSL, ...), then
 the built-in defaults, so that the ping (native) and query (psycopg) modes see the same settings.
@@ -13,11 +13,11 @@ import pwd
 import re
 from collections.abc import Mapping
 
-from waitfor import redaction
+from waitfor.base import redaction
+from waitfor.base.redaction import MASK
+from waitfor.base.urlsplit import unquote
+from waitfor.base.values import Value
 from waitfor.kinds.postgres.service import service_definition
-from waitfor.redaction import MASK
-from waitfor.urlsplit import unquote
-from waitfor.values import Value
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
 KEYWORDS = frozenset(

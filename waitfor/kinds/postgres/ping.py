@@ -25,11 +25,11 @@ import time
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from waitfor.base.values import Value
 from waitfor.kind import describe_os_error
 from waitfor.kinds.postgres.conninfo import Endpoint, endpoints
 from waitfor.net.conversation import Closed, Flooded, Injected, Read, Send, StartTls
 from waitfor.net.errors import TlsError
-from waitfor.values import Value
 
 # Types only: made at run time they would cost start-up. asyncio and ssl are imported where used.
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
 
-    from waitfor.deadline import Deadline
+    from waitfor.base.deadline import Deadline
     from waitfor.net import aio, blocking
     from waitfor.net.conversation import Exchange
 

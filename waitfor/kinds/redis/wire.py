@@ -1,6 +1,6 @@
 """RESP2, just enough of it for a readiness check, and the conversation a redis:// probe has.
 
-Imported only when a probe runs; the front module (:mod:`waitfor.kinds.redis`) parses targets
+Imported only when a probe runs; the front module (:mod:`waitfor.kinds.redis.check`) parses targets
 without it.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kind import Outcome
-from waitfor.kinds.conversation import ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,

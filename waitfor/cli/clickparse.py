@@ -1,0 +1,360 @@
+"""The whole command line with click: every option, environment variable, --help and usage error.
+
+:mod:`waitfor.cli.command` comes here for any command line its quick reading does not take
+(importing click is about half of a ready wait's start-up); the wait itself, the exit codes and
+the exec are :mod:`waitfor.cli.command`'s, whichever read the words.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from waitfor.cli import command as command_line
+from waitfor.cli import termination
+from waitfor.cli.command import DEFAULTS, MIN_INTERVAL, die, split_command
+from waitfor.cli.report import OUTPUTS
+from waitfor.cli.signals import ignore_interrupts
+from waitfor.core import registry as kinds
+from waitfor.core.durations import parse_duration
+from waitfor.errors import Interrupted
+
+COMMAND_KEY = "waitfor.command"
+
+EPILOG = """\
+\b
+Examples:
+  waitfor tcp://localhost:5432
+  waitfor -t 2m https://api/healthz http://cache:8080/ready \\
+      -- ./start-app --port 80
+  waitfor --invert tcp://old-server:80        # wait until it is down
+  waitfor postgresql://postgres-svc:5432 \\
+      'dns:mydb.{namespace}.svc.cluster.local'
+  WAITFOR_TARGETS="tcp://db:5432 http://api/healthz" WAITFOR_TIMEOUT=5m \\
+      waitfor
+
+Every option can also be set as WAITFOR_<OPTION> (e.g. WAITFOR_TIMEOUT=90s); targets as
+whitespace-separated WAITFOR_TARGETS, where quotes keep one together ('exec:pg_isready -h db').
+Command-line values win.
+
+Exit status: 0 all ready (or the command's own status), 124 timed out, 2 bad usage or
+configuration, 130/143 interrupted by SIGINT/SIGTERM, 126/127 the command cannot be run / was
+not found.
+"""
+FORM_WIDTH = 34  # a usage row's target form; longer forms put their meaning on the next line
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.3
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float | int):
+            return float(value)
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class Flag(click.types.BoolParamType):
+    """A flag's value from its variable (WAITFOR_INVERT=yes): click's words for true and false,
+    listed as pairs; its own message put the empty value (false) first, as ``, 0, 1, f, ...``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if self.str_to_bool(value) is None:
+            self.fail(f"{value!r} is not true or false (yes/no, on/off, 1/0, t/f, y/n)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class TargetWords(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.3
+    """Targets; from WAITFOR_TARGETS split at whitespace, where quotes keep words together."""
+
+    name = "target"
+
+    def split_envvar_value(self, rv: str) -> list[str]:
+        # Quotes as in a shell ('exec:pg_isready -h db'), but no backslash escapes: regexes in
+        # #body= options keep theirs. Unquoted text splits exactly as before.
+        import shlex
+
+        lexer = shlex.shlex(rv or "", posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        lexer.escape = ""
+        try:
+            return list(lexer)
+        except ValueError:
+            raise click.UsageError("WAITFOR_TARGETS has an unclosed quote") from None
+
+
+def target_help(width: int) -> str:
+    """The targets part of --help, from each kind's own usage rows (built-in kinds, then
+    installed ones), wrapped to ``width`` columns."""
+    import textwrap
+
+    rows = [row for kind in kinds.BUILTIN for row in kinds.load(kind).USAGE]
+    for scheme, kind in sorted(kinds.installed().items()):
+        try:
+            rows += kinds.load(kind).USAGE or [(f"{scheme}:...", f"from {kind.origin}")]
+        except kinds.KindError as exc:
+            rows.append((f"{scheme}:...", str(exc)))
+    rows.append(
+        ("{namespace}", "in a target, the pod's namespace (POD_NAMESPACE or the service account's)")
+    )
+    indent = " " * (2 + FORM_WIDTH + 2)
+    lines = []
+    for form, meaning in rows:
+        # one spelling of the ellipsis: the kinds' rows are written with both
+        form, meaning = form.replace("\u2026", "..."), meaning.replace("\u2026", "...")
+        if len(form) > FORM_WIDTH:
+            lines += _split_form(form, width)
+            first = indent
+        else:
+            first = f"  {form:<{FORM_WIDTH}}  "
+        wrapped = textwrap.wrap(
+            meaning,
+            max(width, len(indent) + 20),
+            initial_indent=first,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+        lines += wrapped if meaning else []
+    return "\b\nTargets (options for one target go after '#'):\n" + "\n".join(lines) + "\n\n"
+
+
+def _split_form(form: str, width: int) -> list[str]:
+    """A long target form on lines of at most ``width`` columns where it can: broken after
+    its option separators ('&'), continued with 4 more spaces."""
+    lines, line = [], "  "
+    for piece in form.replace("&", "&\n").splitlines():
+        if len(line) + len(piece) > width and line.strip():
+            lines.append(line)
+            line = "      "
+        line += piece
+    return [*lines, line]
+
+
+class WaitforCommand(click.Command):
+    """Splits ``-- COMMAND...`` off before click sees it, so targets and command stay apart."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # built only when --help is asked for; the epilog is indented by 2
+        self.epilog = target_help(formatter.width - 2) + EPILOG
+        super().format_epilog(ctx, formatter)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args, ctx.meta[COMMAND_KEY] = split_command(args)
+        return super().parse_args(ctx, self._long_names(args))
+
+    def _long_names(self, args: list[str]) -> list[str]:
+        """``-q`` -> ``--quiet``, for a word that is exactly a short option (not its value).
+
+        click tries every ``-x`` as a long option first and builds a "did you mean" error for
+        it (importing difflib and gettext) before trying it as a short one: ~3 ms of a cold
+        start. Only whole words are renamed; ``-qt5`` and values are click's as before.
+        """
+        short: dict[str, str] = {}
+        takes_value: set[str] = set()
+        for param in self.params:
+            if isinstance(param, click.Option):
+                longs = [o for o in param.opts if o.startswith("--")]
+                for opt in param.opts:
+                    if len(opt) == 2 and longs:
+                        short[opt] = longs[0]
+                if not param.is_flag and not param.count:
+                    takes_value.update(param.opts)
+        renamed = []
+        for index, word in enumerate(args):
+            after_option = index > 0 and args[index - 1] in takes_value
+            renamed.append(short.get(word, word) if not after_option else word)
+        return renamed
+
+
+@click.command(
+    cls=WaitforCommand,
+    epilog=EPILOG,
+    # the terminal's width, at most 100 columns; -h as wait-for-it users type it
+    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
+)
+@click.argument(
+    "targets",
+    nargs=-1,
+    type=TargetWords(),
+    envvar="WAITFOR_TARGETS",
+    metavar="TARGET... [-- COMMAND...]",
+)
+@click.option(
+    "-t",
+    "--timeout",
+    type=Duration(),
+    default=DEFAULTS["timeout"],
+    show_default=True,
+    help="Give up after this long (90, 90s, 5m; 0 = wait forever). Exit 124.",
+)
+@click.option(
+    "--attempt-timeout",
+    type=Duration(),
+    default=DEFAULTS["attempt_timeout"],
+    show_default=True,
+    help="Longest a single attempt may take (never more than the time left).",
+)
+@click.option(
+    "--max-interval",
+    type=Duration(),
+    default=DEFAULTS["max_interval"],
+    show_default=True,
+    help="Cap of the jittered exponential backoff between attempts (from 50ms; at least 10ms).",
+)
+@click.option(
+    "--invert", is_flag=True, type=Flag(), help="Wait until the targets are down instead."
+)
+@click.option(
+    "--stable",
+    type=Duration(),
+    default=DEFAULTS["stable"],
+    help="Ready only after answering ready this long without a failure (a target's #stable= wins).",
+)
+@click.option(
+    "--any",
+    "any_ready",
+    is_flag=True,
+    type=Flag(),
+    envvar="WAITFOR_ANY",
+    help="Done as soon as any one target is ready; the others are cancelled.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(OUTPUTS),
+    default=DEFAULTS["output"],
+    show_default=True,
+    help=(
+        "Progress on stderr: auto (tty when stderr is a terminal, else text), text, tty, json"
+        " (one JSON object per line), quiet (only why the wait failed)."
+    ),
+)
+@click.option("-q", "--quiet", is_flag=True, type=Flag(), help="Print only why the wait failed.")
+@click.option(
+    "--insecure",
+    is_flag=True,
+    type=Flag(),
+    help="TLS targets (https, grpcs, rediss, amqps, ...): skip TLS verification.",
+)
+@click.option(
+    "--cacert",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TLS targets (https, grpcs, rediss, amqps, ...): trust this CA bundle (PEM).",
+)
+@click.option(
+    "--cert",
+    type=click.Path(dir_okay=False),  # FILE in --help; a missing one is the target's error
+    help="TLS targets: client certificate (PEM) for servers that require one (mutual TLS).",
+)
+@click.option(
+    "--key",
+    type=click.Path(dir_okay=False),
+    help="TLS targets: the client certificate's private key (PEM).",
+)
+@click.option(
+    "--key-password",
+    help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
+)
+@click.option(
+    "--resolv-conf",
+    type=click.Path(exists=True, dir_okay=False),
+    help="dns: resolver configuration to use instead of /etc/resolv.conf.",
+)
+@click.option(
+    "--termination-log",
+    metavar="PATH",
+    help=(
+        "On failure, write why here (default: /dev/termination-log when it exists, where"
+        " kubectl describe pod shows it)."
+    ),
+)
+@click.option(
+    "--events",
+    is_flag=True,
+    type=Flag(),
+    help=(
+        "In a pod: post Kubernetes Events on it (Waiting, NotReady, Ready, TimedOut); needs"
+        " create, patch on events."
+    ),
+)
+# not from WAITFOR_VERSION: a variable some tool sets would end the wait at once, exit 0
+@click.version_option(
+    package_name="waitfor", message="%(prog)s %(version)s", allow_from_autoenv=False
+)
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    targets: tuple[str, ...],
+    timeout: float,
+    attempt_timeout: float,
+    max_interval: float,
+    invert: bool,
+    stable: float,
+    any_ready: bool,
+    output: str,
+    quiet: bool,
+    insecure: bool,
+    cacert: str | None,
+    cert: str | None,
+    key: str | None,
+    key_password: str | None,
+    resolv_conf: str | None,
+    termination_log: str | None,
+    events: bool,
+) -> None:
+    """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
+    termination.current = termination.TerminationLog(termination_log)
+    command: list[str] = ctx.meta.get(COMMAND_KEY, [])
+    if command and not command[0]:
+        raise click.UsageError("the command after -- is empty")
+    if not targets:
+        raise click.UsageError("no targets given (as arguments or in WAITFOR_TARGETS)")
+    if attempt_timeout <= 0:
+        raise click.BadParameter("must be more than 0", param_hint="--attempt-timeout")
+    if max_interval < MIN_INTERVAL:
+        # A zero cap would probe in a tight loop: thousands of connections a second.
+        raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", param_hint="--max-interval")
+    # click's values under wait()'s own names, as quick_params gives them
+    params = {name: value for name, value in ctx.params.items() if name != "termination_log"}
+    command_line.wait(**params, command=command)
+
+
+def main(args: Sequence[str]) -> None:
+    """Read the words with click and wait; click's own errors end here, the wait's go to the
+    caller (:func:`waitfor.cli.command.main`), which maps them."""
+    try:
+        cli.main(
+            args=list(args),
+            prog_name="waitfor",
+            standalone_mode=False,
+            auto_envvar_prefix="WAITFOR",
+        )
+    except click.exceptions.Exit as exc:  # --help, --version
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:  # click's word for a KeyboardInterrupt it caught
+        ignore_interrupts()
+        die(str(Interrupted(signal.SIGINT)), Interrupted(signal.SIGINT).exit_code)
+    except click.BadParameter as exc:
+        die(_name_the_variable(exc).format_message(), 2)
+    except click.ClickException as exc:
+        die(exc.format_message(), 2)
+
+
+def _name_the_variable(exc: click.BadParameter) -> click.BadParameter:
+    """A bad value that came from the environment is named by its variable, not its option."""
+    from click.core import ParameterSource
+
+    param, ctx = exc.param, exc.ctx
+    if param is None or ctx is None or param.name is None:
+        return exc
+    if ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+        envvar = param.envvar or f"{ctx.auto_envvar_prefix}_{param.name.upper()}"
+        exc.param_hint = envvar if isinstance(envvar, str) else envvar[0]
+    return exc

@@ -1,0 +1,258 @@
+"""Await every target concurrently under one deadline; report through events, never print.
+
+Each target runs its own attempt loop. An attempt is bounded by ``min(attempt_timeout, time left)``
+and the whole wait by one cancellation scope, so a hanging connect can never carry the wait past
+its deadline. When the wait ends for any reason (all ready, deadline, a permanent failure,
+cancellation from outside), every sibling task is cancelled and awaited before returning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from waitfor.base import sanitize
+from waitfor.base.deadline import Deadline
+from waitfor.core.backoff import Backoff
+from waitfor.core.events import Event, EventHandler, EventType, TargetResult
+from waitfor.core.registry import check_class
+from waitfor.core.targets import Target
+from waitfor.errors import CheckFailed, WaitTimeout
+from waitfor.kind import Check, Outcome, describe_os_error
+from waitfor.net import activity
+
+__all__ = ["Event", "EventHandler", "EventType", "TargetResult", "run"]
+
+
+#: an attempt still running at the deadline for this long is reported as hanging
+SLOW_ATTEMPT = 1.0
+
+
+@dataclass
+class _State:
+    target: Target
+    attempts: int = 0
+    ready_at: float | None = None
+    reason: str = "no attempt finished yet"
+    attempt_began: float | None = None  # set while an attempt is in flight
+    activity: activity.Activity | None = None  # what the attempt in flight waits on
+    steady_since: float | None = None  # --stable: when its unbroken run of ready answers began
+
+
+async def run(
+    targets: Sequence[Target],
+    *,
+    timeout: float | None,
+    attempt_timeout: float,
+    backoff: Backoff,
+    invert: bool = False,
+    on_event: EventHandler | None = None,
+    rng: random.Random | None = None,
+    spent: float = 0.0,
+    first_began: Sequence[float] = (),
+    once: bool = False,
+    stable: float = 0.0,
+    any_ready: bool = False,
+) -> list[TargetResult]:
+    """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
+
+    ``once``: one attempt per target (each bounded by ``attempt_timeout``), then the results,
+    or WaitTimeout if any was not ready: "is it ready now?".
+
+    ``spent`` is how long this wait already took before the loop ran (a synchronous first
+    attempt, :mod:`waitfor.core.first_attempt`): it counts against the deadline and in elapsed
+    times.
+    ``first_began[i]``: when (after the start) target i's synchronous attempt began; its first
+    attempt here continues that one and is timed from there.
+
+    ``stable``: seconds a target must keep answering ready (every attempt, probed at the
+    backoff's cap meanwhile) before it counts; a failure starts the window again. A target's
+    own ``#stable=`` wins. ``any_ready``: done when any one target is ready; the others are
+    cancelled (WaitTimeout only when none was).
+    """
+    loop = asyncio.get_running_loop()
+    start = loop.time() - spent
+    deadline = None if timeout is None else start + timeout
+    emit = on_event or (lambda event: None)
+    rng = rng or random.Random()
+    states = [_State(target) for target in targets]
+
+    def elapsed() -> float:
+        return loop.time() - start
+
+    def remaining() -> float:
+        return math.inf if deadline is None else max(deadline - loop.time(), 0.0)
+
+    async def await_target(state: _State, check: Check[Any], quick: float | None) -> None:
+        target = state.target
+        while True:
+            state.attempts += 1
+            emit(Event(EventType.ATTEMPT, target, state.attempts, elapsed()))
+            now = loop.time()
+            if state.attempts == 1 and quick is not None:
+                state.attempt_began = start + quick  # continues the synchronous attempt
+            else:
+                state.attempt_began = now
+            # One deadline per attempt: enforced here, read by the probe and its connections.
+            budget = min(attempt_timeout - (now - state.attempt_began), remaining())
+            # the attempt's whole length, the synchronous part of a continued one included
+            deadline = Deadline(now + budget, now + budget - state.attempt_began)
+            state.activity = activity.track(
+                carried=now - state.attempt_began, on_report=lambda said: reported(state, said)
+            )
+            if quick is not None and state.attempts == 1 and remaining() <= 0:
+                # The synchronous first attempt took the wait's whole time: this probe would
+                # only run past the deadline (importing its client, httpx's ~0.1 s) for nothing.
+                await asyncio.Event().wait()  # the deadline's cancellation is due
+            try:
+                async with asyncio.timeout_at(deadline.at):
+                    outcome = await check.probe(deadline)
+            except TimeoutError:
+                named = state.activity.reason() or state.activity.reported
+                took = loop.time() - state.attempt_began
+                outcome = Outcome.down(named or f"timed out after {took:.1f}s")
+            except OSError as exc:
+                # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
+                # file or socket: not ready until siblings close theirs, never a crash.
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                outcome = Outcome.down(describe_os_error(exc))
+            if outcome.ready == invert and not outcome.permanent and remaining() <= 0:
+                # Cut short by the deadline, not a finding: keep the last reason and let the
+                # deadline's cancellation, already due, end the wait.
+                await asyncio.Event().wait()
+            state.attempt_began = None
+            # The one boundary for what a server said, whatever the kind: no secret, one line.
+            reason = sanitize.shown(outcome.reason, target.secrets)
+            if outcome.permanent:
+                emit(Event(EventType.FAILED, target, state.attempts, elapsed(), reason))
+                raise CheckFailed(str(target), reason)
+            hold = stable if target.stable is None else target.stable
+            if outcome.ready != invert and hold > 0:
+                now = loop.time()
+                if state.steady_since is None:
+                    state.steady_since = now
+                held = now - state.steady_since
+                if held < hold:
+                    # Ready, but not for long enough yet: say so, and look again at the cap.
+                    said = "down" if invert else "ready"
+                    state.reason = f"{said} for {held:.1f}s of {hold:g}s"
+                    state.reason += "" if invert else f" ({reason})"
+                    steady = Event(
+                        EventType.NOT_READY,
+                        target,
+                        state.attempts,
+                        elapsed(),
+                        state.reason,
+                        holding=True,
+                    )
+                    emit(steady)
+                    if once:
+                        return
+                    pause = min(backoff.delay(64, rng.random()), hold - held, remaining())
+                    await asyncio.sleep(max(pause, 0.0))
+                    continue
+            if outcome.ready != invert:
+                state.ready_at = elapsed()
+                state.reason = reason  # what showed it ready (inverted: what showed it down)
+                emit(Event(EventType.READY, target, state.attempts, state.ready_at, state.reason))
+                return
+            state.steady_since = None  # a failure: the window starts again
+            state.reason = f"still up, {reason}" if invert else reason
+            emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
+            if once:
+                return
+            took = loop.time() - now if check.WATCHES else 0.0  # the watch spaced the attempts
+            delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining() + took)
+            await asyncio.sleep(max(0.0, delay - took))
+
+    def reported(state: _State, said: str) -> None:
+        """A watching check's verdict so far: progress, and the reason if the wait ends now."""
+        reason = sanitize.shown(said, state.target.secrets)
+        reason = f"still up, {reason}" if invert else reason
+        if reason != state.reason:
+            state.reason = reason
+            emit(Event(EventType.NOT_READY, state.target, state.attempts, elapsed(), reason))
+
+    checks = [check_class(target.scheme)(target) for target in targets]
+    for check in checks:
+        check.inverted = invert
+    quick = [*first_began, *[None] * (len(states) - len(first_began))]
+    tasks = [
+        asyncio.create_task(await_target(s, c, q))
+        for s, c, q in zip(states, checks, quick, strict=True)
+    ]
+    try:
+        async with asyncio.timeout_at(deadline):
+            if any_ready:
+                await _first_ready(tasks, states)
+            else:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    task.result()  # re-raises a CheckFailed
+        if any_ready:
+            if all(state.ready_at is None for state in states):
+                raise TimeoutError
+        elif once and any(state.ready_at is None for state in states):
+            raise TimeoutError
+    except TimeoutError:
+        now = elapsed()
+        for state in states:
+            if state.ready_at is None:
+                if state.attempt_began is not None:
+                    in_flight = _in_flight_reason(state, loop.time())
+                    state.reason = sanitize.shown(in_flight, state.target.secrets)
+                emit(Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason))
+        raise WaitTimeout(timeout or 0.0, _results(states, now)) from None
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for check in checks:
+            await check.aclose()
+    return _results(states, elapsed())
+
+
+async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_State]) -> None:
+    """Until one target is ready (or every loop has ended: ``once``); a CheckFailed re-raised."""
+    pending = set(tasks)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+        if any(state.ready_at is not None for state in states):
+            return
+
+
+def _in_flight_reason(state: _State, now: float) -> str:
+    """The last reason, or that the attempt cut off by the deadline was itself hanging."""
+    waited = now - (state.attempt_began or now)
+    named = state.activity.reason() if state.activity is not None else None
+    if named is None and state.activity is not None and state.activity.reported is not None:
+        return state.reason  # a watching check said what it knows meanwhile: that is the news
+    if state.attempts <= 1:
+        return named or f"timed out after {waited:.1f}s"
+    if waited < SLOW_ATTEMPT:  # cut off early: what the previous attempt saw is the news
+        return state.reason
+    return f"{named or f'timed out after {waited:.1f}s'}; previous attempt: {state.reason}"
+
+
+def _results(states: Sequence[_State], now: float) -> list[TargetResult]:
+    # one ready means the rest were cancelled (--any; without it, all are ready or none is)
+    won = any(s.ready_at is not None for s in states)
+    return [
+        TargetResult(
+            target=s.target,
+            ready=s.ready_at is not None,
+            attempts=s.attempts,
+            elapsed=s.ready_at if s.ready_at is not None else now,
+            reason=s.reason,
+            cancelled=won and s.ready_at is None,
+        )
+        for s in states
+    ]
