@@ -1,7 +1,7 @@
 """DNS: a name resolves the way the application will resolve it, to enough of the right records.
 
 Without a nameserver in the target, names are looked up as glibc's getaddrinfo looks them up
-(see :mod:`.stub`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
+(see :mod:`waitfor.net.dnsstub`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
 resolv.conf's nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts``, so
 ``dns:mysvc`` in a Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local ...``) finds what
 the app would find, and so do ``hostAliases``. A trailing dot makes a name absolute. An explicit
@@ -179,7 +179,7 @@ class DnsCheck(Check[DnsOptions]):
         """:meth:`_through_nsswitch`, the DNS asked on the event loop with dnspython."""
         import asyncio
 
-        from waitfor.kinds.dns import stub
+        from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
 
         budget = deadline.left()  # each source's search may take what is left
@@ -255,7 +255,7 @@ class DnsCheck(Check[DnsOptions]):
         import dns.name
 
         from waitfor.base.urls import host_port
-        from waitfor.kinds.dns import stub
+        from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
         from waitfor.net.activity import waiting_on
 

@@ -2,7 +2,8 @@
 
 It only ever answers with what it fully understood in time. A server that does not answer
 before the deadline, an answer :mod:`.wire` will not vouch for, a name it does not spell: each
-makes the whole lookup None, and the runner's attempt (:mod:`.stub`) makes the decision. A
+makes the whole lookup None, and the runner's attempt (:mod:`waitfor.net.dnsstub`) makes the
+decision. A
 refused connection (ICMP port unreachable) or a socket error is told to :func:`glibc.res_send`
 as the runner's driver tells it, since both see it the same way at once.
 

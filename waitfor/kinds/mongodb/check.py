@@ -222,7 +222,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         import asyncio
         import os
 
-        from waitfor.kinds.dns import stub
+        from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
 
         config = glibc.read_resolv_conf("/etc/resolv.conf", os.environ)
