@@ -40,7 +40,7 @@ from waitfor.cli.stdio import flush_stdio, harden_stdio
 from waitfor.core.backoff import MIN_DELAY, Backoff
 from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
-from waitfor.kind import describe_os_error
+from waitfor.net.errors import describe_os_error
 
 MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
 #: the options' defaults, as --help shows them; click's and quick_params' values both come from here

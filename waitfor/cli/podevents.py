@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from waitfor.cli.report import Reporter
 from waitfor.core.events import Event, EventType, TargetResult
-from waitfor.core.targets import Target
+from waitfor.core.target import Target
 
 if TYPE_CHECKING:
     from waitfor.net.k8s.client import Api

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from waitfor.core.events import Event, EventType, TargetResult
-from waitfor.core.targets import Target
+from waitfor.core.target import Target
 
 STILL_WAITING_EVERY = 10.0
 #: a reason that changes at every attempt (a counter, a clock in a command's output) is told

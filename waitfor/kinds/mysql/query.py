@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pymysql.connections import Connection
 
     from waitfor.base.deadline import Deadline
-    from waitfor.core.targets import Target
+    from waitfor.core.target import Target
 
 ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
 #: auth plugins that send the password itself: only over TLS (the mysql client's default too)
