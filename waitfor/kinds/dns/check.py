@@ -20,14 +20,21 @@ import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from waitfor.base import urls
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
-from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    reject_unknown,
+    single,
+    unquote,
+    urls,
+)
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # dnspython and the resolvers are imported by the probes
     import dns.rdata
@@ -254,7 +261,7 @@ class DnsCheck(Check[DnsOptions]):
         import dns.message
         import dns.name
 
-        from waitfor.base.urls import host_port
+        from waitfor.kind import host_port
         from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
         from waitfor.net.activity import waiting_on

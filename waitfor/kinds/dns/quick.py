@@ -17,12 +17,12 @@ import math
 import os
 from typing import TYPE_CHECKING
 
-from waitfor.base.urls import host_port
+from waitfor.kind import host_port
 from waitfor.kinds.dns import wire
 from waitfor.net import glibc
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 # dnspython's names, for reasons
 _RCODES = (

@@ -27,30 +27,30 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
 from waitfor.kind import (
     Address,
     Check,
     OptionPairs,
     Outcome,
+    Value,
+    redaction,
     reject_unknown,
     single,
     standard_address,
+    unquote,
+    urls,
 )
 from waitfor.kinds.http import wire
 from waitfor.kinds.http.judge import BODY_LIMIT, Search, judge
 from waitfor.net import tls
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # httpx, ssl, json and RE2 are imported when needed: parsing stays cheap
     import httpx
 
-    from waitfor.base.jsonexpect import JsonExpectation
-    from waitfor.base.patterns import Pattern
+    from waitfor.kind import JsonExpectation, Pattern
 
 __all__ = ["BODY_LIMIT", "HttpCheck", "HttpOptions"]
 
@@ -352,7 +352,7 @@ def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
         raise ValueError("expect-header must be 'Name' or 'Name:REGEX'")
     if not colon:
         return name, None
-    from waitfor.base.patterns import compile_pattern
+    from waitfor.kind import compile_pattern
 
     try:
         return name, compile_pattern(pattern)
@@ -363,13 +363,13 @@ def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
 def _json_expectations(texts: list[str]) -> tuple[JsonExpectation, ...]:
     if not texts:
         return ()
-    from waitfor.base import jsonexpect  # json and its expectations: for json targets only
+    from waitfor.kind import jsonexpect  # json and its expectations: for json targets only
 
     return tuple(jsonexpect.parse_expectation(text) for text in texts)
 
 
 def _compile(pattern: str) -> Pattern:
-    from waitfor.base.patterns import compile_pattern
+    from waitfor.kind import compile_pattern
 
     try:
         return compile_pattern(pattern)

@@ -31,8 +31,7 @@ from waitfor.net.conversation import Closed, Read, ReadLine, Send
 if TYPE_CHECKING:
     import socket
 
-    from waitfor.base.deadline import Deadline
-    from waitfor.kind import Outcome
+    from waitfor.kind import Deadline, Outcome
     from waitfor.kinds.http.check import HttpOptions
     from waitfor.kinds.http.judge import Headers
     from waitfor.net.conversation import Conversation, Step

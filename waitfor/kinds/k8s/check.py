@@ -24,14 +24,22 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from waitfor.base import jsonexpect as expect
-from waitfor.base import sanitize
-from waitfor.base.values import Value
-from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    flag,
+    reject_unknown,
+    sanitize,
+    single,
+)
+from waitfor.kind import jsonexpect as expect
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # httpx and yaml are imported by the probe: parsing a target stays cheap
     from waitfor.kinds.k8s.ready import Verdict

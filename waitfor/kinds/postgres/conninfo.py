@@ -13,10 +13,7 @@ import pwd
 import re
 from collections.abc import Mapping
 
-from waitfor.base import redaction
-from waitfor.base.redaction import MASK
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
+from waitfor.kind import MASK, Value, redaction, unquote
 from waitfor.kinds.postgres.service import service_definition
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
