@@ -32,7 +32,6 @@ from waitfor.kind import (
     Check,
     OptionPairs,
     Outcome,
-    Value,
     redaction,
     reject_unknown,
     single,
@@ -42,6 +41,7 @@ from waitfor.kind import (
 )
 from waitfor.kinds.http import wire
 from waitfor.kinds.http.judge import BODY_LIMIT, Search, judge
+from waitfor.kinds.http.options import HttpOptions
 from waitfor.net import tls
 
 if TYPE_CHECKING:
@@ -60,24 +60,6 @@ _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHI
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "OPTIONS")
 #: what a ``data=`` body is sent as unless ``content-type=`` says otherwise (curl's -d default)
 DEFAULT_CONTENT_TYPE = "application/x-www-form-urlencoded"
-
-
-class HttpOptions(Value):
-    statuses: tuple[tuple[int, int], ...] = ((200, 399),)
-    body: Pattern | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    method: str = "GET"
-    tls: tls.TlsOptions = tls.TlsOptions()
-    json: tuple[JsonExpectation, ...] = ()
-    #: ``expect-header=Name[:RE2]``: (name, pattern or None for "present"), all must hold
-    expect_headers: tuple[tuple[str, Pattern | None], ...] = ()
-    data: bytes | None = None  # the request body
-
-    def accepts(self, status: int) -> bool:
-        return any(low <= status <= high for low, high in self.statuses)
-
-    def describe_statuses(self) -> str:
-        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.statuses)
 
 
 class HttpCheck(Check[HttpOptions]):

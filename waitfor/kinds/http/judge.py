@@ -19,7 +19,7 @@ from waitfor.kind import Outcome, Value
 
 if TYPE_CHECKING:
     from waitfor.kind import Pattern
-    from waitfor.kinds.http.check import HttpOptions
+    from waitfor.kinds.http.options import HttpOptions
 
 #: bytes of body read off the wire, and kept after each Content-Encoding layer (a gzip bomb
 #: stays small)

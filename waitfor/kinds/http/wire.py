@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     import socket
 
     from waitfor.kind import Deadline, Outcome
-    from waitfor.kinds.http.check import HttpOptions
     from waitfor.kinds.http.judge import Headers
+    from waitfor.kinds.http.options import HttpOptions
     from waitfor.net.conversation import Conversation, Step
 
 #: status line and headers together; a longer head is the runner's (httpcore allows 100 KiB)
