@@ -1,3 +1,3 @@
-from waitfor.cli.signals import run
+from waitfor.cli.entry import run
 
 run()

@@ -254,7 +254,7 @@ def exec_command(command: Sequence[str]) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    # Installed first thing (by waitfor.cli.signals, before this module was imported, for the
+    # Installed first thing (by waitfor.cli.entry, before this module was imported, for the
     # command): as PID 1 in a container, a signal without a handler is ignored.
     install()
     termination.current = termination.TerminationLog()  # until the options are read
