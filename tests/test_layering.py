@@ -9,8 +9,8 @@ rules (README, "Development"):
   facade waitfor/__init__.py;
 - the bottom layer (waitfor/base/) imports only itself, and waitfor/net/ only itself and base/;
 - a kind (waitfor/kinds/<kind>.py or waitfor/kinds/<kind>/) imports only the published interface
-  (waitfor.kind), net/ and its own folder (and ``waitfor.__version__``); nothing outside kinds/ imports a kind (the registry
-  names them in strings).
+  (waitfor.kind), net/ and its own folder (and ``waitfor.__version__``); nothing outside kinds/
+  imports a kind (the registry names them in strings).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every target is a URL naming what to await; what waitfor should expect of it goes in the
 fragment, which no protocol ever sends anywhere: ``https://api/healthz#status=200-299&body=ok``.
-The scheme picks the check kind (see :mod:`waitfor.kinds`); the kind parses the address and
+The scheme picks the check kind (see :mod:`waitfor.core.registry`); the kind parses the address and
 validates the options. What every kind shares happens here: splitting off the fragment into
 options, ``{namespace}``, global option defaults, and collecting secrets for redaction.
 """

@@ -1,4 +1,5 @@
-"""The first attempt's DNS driver: :mod:`.glibc`'s resolver on blocking sockets, no dnspython.
+"""The first attempt's DNS driver: glibc's resolver (:mod:`waitfor.net.glibc`) on blocking sockets,
+no dnspython.
 
 It only ever answers with what it fully understood in time. A server that does not answer
 before the deadline, an answer :mod:`.wire` will not vouch for, a name it does not spell: each

@@ -2,9 +2,10 @@
 
 ``k8s:[NAMESPACE/]TYPE/NAME`` is one object, ``k8s:[NAMESPACE/]TYPE#selector=LABELS`` the objects
 a label selector matches (at least ``min``, default 1, ready). TYPE is any name kubectl accepts,
-resolved through API discovery (:mod:`.client`). The namespace defaults to the pod's own, else the
-kubeconfig context's, else ``default``. Credentials are found as kubectl finds them
-(:mod:`.config`); readiness follows ``kubectl rollout status`` / ``kubectl wait`` (:mod:`.ready`):
+resolved through API discovery (:mod:`waitfor.net.k8s.client`). The namespace defaults to the
+pod's own, else the kubeconfig context's, else ``default``. Credentials are found as kubectl finds
+them (:mod:`waitfor.net.k8s.config`); readiness follows ``kubectl rollout status`` /
+``kubectl wait`` (:mod:`.ready`):
 Job Complete (Failed is fatal), Deployment / StatefulSet / DaemonSet / ReplicaSet rolled out, Pod
 Ready, Service with at least ``min`` ready endpoints (EndpointSlice v1, else v1beta1, else core
 Endpoints). Other types need ``condition=TYPE[=STATUS]``, ``json=PATH[==VALUE]`` or ``exists``,
