@@ -107,7 +107,7 @@ def _within(name: str, package: str) -> bool:
 
 
 def kind_of(name: str) -> str | None:
-    """``waitfor.kinds.http.wire`` -> ``waitfor.kinds.http``: the kind a module belongs to."""
+    """The kind a module belongs to: its folder or module, ``waitfor.kinds.<kind>``."""
     parts = name.split(".")
     return ".".join(parts[:3]) if len(parts) >= 3 and parts[:2] == ["waitfor", "kinds"] else None
 

@@ -186,7 +186,7 @@ def test_a_signal_python_swallowed_still_ends_the_wait(words: list[str]) -> None
 
 
 #: A signal landing the moment the handlers are in place, before the command's first ``try``
-#: (seen for real: a SIGTERM 17 ms in, "waitfor.cli.entry.Signalled: 15" and exit 1).
+#: (seen for real: a SIGTERM 17 ms in, "waitfor.cli.signals.Signalled: 15" and exit 1).
 AS_INSTALLED = (
     "import os, signal, sys\n"
     "from waitfor.cli import entry\n"

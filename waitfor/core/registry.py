@@ -117,7 +117,7 @@ def load(kind: Kind) -> type[Check[Any]]:
             found = getattr(found, attribute)
     except (Exception, SystemExit) as exc:  # anything a broken plugin raises on import
         # SystemExit too (a module that calls sys.exit()); never an interruption: a signal is a
-        # BaseException (waitfor.cli.entry.Signalled) or KeyboardInterrupt and ends the wait
+        # BaseException (waitfor.cli.signals.Signalled) or KeyboardInterrupt and ends the wait
         detail = " ".join(str(exc).split()) or "no detail"
         raise KindError(f"{where} cannot be loaded: {type(exc).__name__}: {detail}") from None
     if not (isinstance(found, type) and issubclass(found, Check)):
