@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.servers import Script, banner_server, free_port, http_server, tcp_listener
 from waitfor import api
 from waitfor.cli import command as cli
+from waitfor.cli import reading
 
 
 def waitfor(
@@ -636,7 +637,7 @@ def test_an_unknown_variable_warns_in_json_with_json_output() -> None:
 def test_the_known_variables_are_those_click_reads() -> None:
     import click
 
-    from waitfor import clickcli
+    from waitfor.cli import clickparse as clickcli
 
     read = set()
     for param in clickcli.cli.params:
@@ -645,7 +646,7 @@ def test_the_known_variables_are_those_click_reads() -> None:
             continue
         assert param.name is not None
         read.add(param.envvar or f"WAITFOR_{param.name.upper()}")
-    assert read == cli.VARIABLES
+    assert read == reading.VARIABLES
 
 
 def test_an_unknown_variable_leaves_the_words_to_the_quick_reading() -> None:

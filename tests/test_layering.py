@@ -9,8 +9,8 @@ rules (README, "Development"):
   facade waitfor/__init__.py;
 - the bottom layer (waitfor/base/) imports only itself, and waitfor/net/ only itself and base/;
 - a kind (waitfor/kinds/<kind>.py or waitfor/kinds/<kind>/) imports only the published interface
-  (waitfor.kind), net/ and its own folder; nothing outside kinds/ imports a kind (the registry
-  names them in strings).
+  (waitfor.kind), net/ and its own folder (and ``waitfor.__version__``); nothing outside kinds/
+  imports a kind (the registry names them in strings).
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def _imported(name: str, path: Path, mods: dict[str, Path]) -> Iterator[str]:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*up, *([node.module] if node.module else [])])
             # "from package import submodule" imports the submodule, else the module itself
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names
+            ]
         for target in targets:
             while target and target not in mods:  # "import a.b.c" of a name inside a module
                 target = target.rpartition(".")[0]
@@ -105,7 +107,7 @@ def _within(name: str, package: str) -> bool:
 
 
 def kind_of(name: str) -> str | None:
-    """``waitfor.kinds.http.wire`` -> ``waitfor.kinds.http``: the kind a module belongs to."""
+    """The kind a module belongs to: its folder or module, ``waitfor.kinds.<kind>``."""
     parts = name.split(".")
     return ".".join(parts[:3]) if len(parts) >= 3 and parts[:2] == ["waitfor", "kinds"] else None
 
@@ -127,8 +129,8 @@ def violations(root: Path = PACKAGE) -> list[str]:
             elif _within(name, "waitfor.net"):
                 allowed = _within(target, "waitfor.net") or _within(target, "waitfor.base")
             elif kind_of(name):
-                allowed = (
-                    target in ("waitfor.kind", "waitfor.kinds", "waitfor.net")
+                allowed = (  # and the package itself, for its __version__
+                    target in ("waitfor", "waitfor.kind", "waitfor.kinds", "waitfor.net")
                     or _within(target, "waitfor.net")
                     or kind_of(target) == kind_of(name)
                 )
@@ -163,7 +165,11 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     graph = import_graph(pkg)
     assert graph["waitfor.kind"] == {"waitfor.net.deep.leaf", "waitfor.net.deep", "waitfor.net"}
     assert graph["waitfor.base.low"] == {"waitfor.net.deep", "waitfor.net"}
-    assert graph["waitfor.kinds.x.check"] == {"waitfor.base.low", "waitfor.base", "waitfor.kinds.x.wire"}
+    assert graph["waitfor.kinds.x.check"] == {
+        "waitfor.base.low",
+        "waitfor.base",
+        "waitfor.kinds.x.wire",
+    }
     assert sorted(violations(pkg)) == [
         "import cycle: waitfor.kind -> waitfor.net.deep.leaf",
         "waitfor.base.low imports waitfor.net",

@@ -12,9 +12,9 @@ import pytest
 
 from tests.servers import free_port
 from waitfor import api
-from waitfor.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
-from waitfor.runner import Event, EventType, TargetResult
-from waitfor.targets import Target, parse_target
+from waitfor.cli.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
+from waitfor.core.runner import Event, EventType, TargetResult
+from waitfor.core.targets import Target, parse_target
 
 DB = parse_target("tcp://db:5432")
 API = parse_target("http://admin:hunter2@api/healthz")

@@ -167,7 +167,8 @@ def test_examples_decode_as_urllib_decodes(oracle: Ask, text: str) -> None:
 def test_a_start_imports_neither_urllib_parse_nor_ipaddress() -> None:
     # -S: not even site (an editable install's import hook imports pathlib, and so urllib.parse)
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r}); from waitfor.targets import parse_target; "
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        "from waitfor.core.targets import parse_target; "
         "parse_target('tcp://db:5432'); parse_target('postgresql://u:p@db/x?sslmode=disable'); "
         "print(sorted({'urllib.parse', 'ipaddress'} & set(sys.modules)))"
     )

@@ -3,7 +3,7 @@
 Before anything else, even the rest of waitfor's own start-up: SIGINT and SIGTERM end the
 process at once, in waitfor's one line, with 130/143. Nothing has started yet that would need
 cleaning up, and an exit leaves nothing for Python to swallow or print (its default SIGINT
-handler raises KeyboardInterrupt: a traceback). :func:`waitfor.entry.install` then puts the
+handler raises KeyboardInterrupt: a traceback). :func:`waitfor.cli.signals.install` then puts the
 handlers the command works with in their place. Only ``_signal`` and ``os`` are used here, both
 loaded by the interpreter's own start-up: no import time precedes the handlers.
 
@@ -29,7 +29,7 @@ for _signum in _NAMES:
     if _signal.getsignal(_signum) != _signal.SIG_IGN:
         _signal.signal(_signum, _interrupted)
 
-from waitfor.entry import run  # noqa: E402  # after the handlers: that is the point
+from waitfor.cli.entry import run  # noqa: E402  # after the handlers: that is the point
 
 if __name__ == "__main__":
     run()

@@ -26,7 +26,7 @@ from waitfor.errors import UsageError, WaitTimeout
 if TYPE_CHECKING:
     import logging
 
-    from waitfor.report import Reporter
+    from waitfor.cli.report import Reporter
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
@@ -325,15 +325,15 @@ def _logger(targets: Sequence[Target]) -> EventHandler | None:
     An application that configures logging has imported it; one that has not cannot see the
     records, so the cost of importing logging is not paid for them. A NullHandler keeps the
     logger quiet (no "lastResort" lines on stderr) until the application adds handlers.
-    INFO and above are paced as the CLI's text output is (:mod:`waitfor.pacing`): a target's
+    INFO and above are paced as the CLI's text output is (:mod:`waitfor.core.pacing`): a target's
     first reason, changed reasons at a decaying pace within a byte budget, one progress line
     for all the targets still awaited, readiness; the rest is DEBUG.
     """
     logging = sys.modules.get("logging")
     if logging is None:
         return None
-    from waitfor.events import EventType
-    from waitfor.pacing import Pacer, progress_text
+    from waitfor.core.events import EventType
+    from waitfor.core.pacing import Pacer, progress_text
 
     logger = logging.getLogger("waitfor")
     if not logger.handlers:

@@ -252,7 +252,7 @@ def test_a_ready_run_imports_neither_dnspython_nor_asyncio(
     assert result.returncode == 0, result.stderr
     imported = set(listing.read_text().split())
     assert "waitfor.kinds.dns.quick" in imported
-    assert not imported & {"asyncio", "dns", "dns.message", "waitfor.kinds.dns.stub"}
+    assert not imported & {"asyncio", "dns", "dns.message", "waitfor.net.dnsstub"}
 
 
 def _raw(reply: Callable[[bytes], bytes]) -> Callable[[dns.message.Message], bytes]:

@@ -19,7 +19,8 @@ import dns.rrset
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waitfor.kinds.dns import stub, wire
+from waitfor.kinds.dns import wire
+from waitfor.net import dnsstub as stub
 
 WORDS = st.sampled_from([0, 0, 0, 1, 0xFFFF, 0x102, 0xABCD])
 

@@ -23,7 +23,7 @@ from bson.raw_bson import RawBSONDocument
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from waitfor.kinds.conversation import ProtocolError
+from waitfor.core.conversation_check import ProtocolError
 from waitfor.kinds.mongodb import wire
 
 #: dates as milliseconds: an out-of-range date is then a value, not a decoder's refusal

@@ -21,8 +21,8 @@ import trustme
 
 from tests.servers import scripted_peer
 from waitfor import parse_target
-from waitfor.deadline import Deadline
-from waitfor.kinds import check_class
+from waitfor.base.deadline import Deadline
+from waitfor.core.registry import check_class
 
 
 def untrusted_peer(conn: socket.socket) -> None:
@@ -69,8 +69,9 @@ def test_a_failed_handshake_leaves_nothing_for_the_collector(scheme: str) -> Non
 #: wait, until a collection happens to run, and the heap fragments around it meanwhile).
 ACCELERATED = """
 import asyncio, ctypes, gc, json, os, sys
-from waitfor import parse_target, runner
-from waitfor.backoff import Backoff
+from waitfor import parse_target
+from waitfor.core import runner
+from waitfor.core.backoff import Backoff
 from waitfor.errors import WaitTimeout
 
 url, warm, measured = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -213,7 +213,7 @@ def test_an_early_sigterm_to_pid1_is_not_lost(delay_ms: int) -> None:
 #: "Exception ignored" and carries on (seen for real inside importlib's module-lock callback).
 SWALLOWED = (
     "import os, signal, sys\n"
-    "from waitfor.cli import signals as entry\n"
+    "from waitfor.cli import entry\n"
     "entry.install()\n"
     "class Finalised:\n"
     "    def __del__(self):\n"
@@ -249,7 +249,7 @@ def test_a_signal_python_swallowed_still_ends_the_wait(words: list[str]) -> None
 #: (seen for real: a SIGTERM 17 ms in, "waitfor.cli.signals.Signalled: 15" and exit 1).
 AS_INSTALLED = (
     "import os, signal, sys\n"
-    "from waitfor.cli import signals as entry\n"
+    "from waitfor.cli import entry\n"
     "installed = entry.install\n"
     "def install():\n"
     "    installed()\n"
@@ -278,7 +278,7 @@ def test_a_signal_as_the_handlers_are_installed_ends_in_one_line() -> None:
 IN_THE_LOOPS_MAKING = (
     "import os, signal, sys\n"
     "from asyncio import selector_events\n"
-    "from waitfor.cli import signals as entry\n"
+    "from waitfor.cli import entry\n"
     "entry.install()\n"
     "make = selector_events.BaseSelectorEventLoop._make_self_pipe\n"
     "def landing(loop):\n"

@@ -89,7 +89,7 @@ def _forms(secret: str) -> set[str]:
     ``/``, or every byte), and escaped as Python and JSON escape it (an exception quoting the
     bytes it could not send, ``b'Bearer A\\nB'``; a JSON error body): derived from the secret,
     not guessed."""
-    from waitfor.urlsplit import unquote
+    from waitfor.base.urlsplit import unquote
 
     decoded = unquote(secret)
     forms = {secret, decoded, unquote(decoded)}

@@ -14,9 +14,8 @@ from typing import Any
 
 import click
 
-from waitfor.cli import command as command_line
 from waitfor.cli import termination
-from waitfor.cli.command import DEFAULTS, MIN_INTERVAL, die, split_command
+from waitfor.cli.reading import DEFAULTS, MIN_INTERVAL, die, split_command
 from waitfor.cli.report import OUTPUTS
 from waitfor.cli.signals import ignore_interrupts
 from waitfor.core import registry as kinds
@@ -308,7 +307,7 @@ def cli(
     resolv_conf: str | None,
     termination_log: str | None,
     events: bool,
-) -> None:
+) -> dict[str, Any]:
     """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
     termination.current = termination.TerminationLog(termination_log)
     command: list[str] = ctx.meta.get(COMMAND_KEY, [])
@@ -323,19 +322,22 @@ def cli(
         raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", param_hint="--max-interval")
     # click's values under wait()'s own names, as quick_params gives them
     params = {name: value for name, value in ctx.params.items() if name != "termination_log"}
-    command_line.wait(**params, command=command)
+    return {**params, "command": command}
 
 
-def main(args: Sequence[str]) -> None:
-    """Read the words with click and wait; click's own errors end here, the wait's go to the
-    caller (:func:`waitfor.cli.command.main`), which maps them."""
+def main(args: Sequence[str]) -> dict[str, Any]:
+    """Read the words with click: the wait's parameters, under :func:`waitfor.cli.command.wait`'s
+    names; click's own errors end here (the wait, and its errors, are the caller's)."""
     try:
-        cli.main(
+        params = cli.main(
             args=list(args),
             prog_name="waitfor",
             standalone_mode=False,
             auto_envvar_prefix="WAITFOR",
         )
+        if not isinstance(params, dict):  # --help, --version: click returns their exit code
+            sys.exit(params)
+        return params
     except click.exceptions.Exit as exc:  # --help, --version
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:  # click's word for a KeyboardInterrupt it caught

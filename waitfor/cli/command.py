@@ -23,7 +23,8 @@ from typing import Any, NoReturn
 
 from waitfor import api
 from waitfor.cli import termination
-from waitfor.cli.report import Tee, error_line, make_reporter
+from waitfor.cli.reading import DEFAULTS, ERRORS, VARIABLES, die, split_command
+from waitfor.cli.report import Tee, error_line, exit_line, json_line, make_reporter
 from waitfor.cli.signals import (
     INHERITED_IGNORED,
     INTERRUPTS,
@@ -37,50 +38,15 @@ from waitfor.cli.signals import (
     signalled_in,
 )
 from waitfor.cli.stdio import flush_stdio, harden_stdio
-from waitfor.core.backoff import MIN_DELAY, Backoff
+from waitfor.core.backoff import Backoff
 from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
-from waitfor.kind import describe_os_error
-from waitfor.report import Tee, error_line, exit_line, json_line, make_reporter
-from waitfor.stdio import flush_stdio, harden_stdio
+from waitfor.net.errors import describe_os_error
 
-MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
-#: the options' defaults, as --help shows them; click's and quick_params' values both come from here
-DEFAULTS: dict[str, Any] = {
-    "timeout": "60s",
-    "attempt_timeout": "5s",
-    "max_interval": "0.6s",
-    "invert": False,
-    "stable": "0s",
-    "any_ready": False,
-    "output": "auto",
-    "quiet": False,
-    "insecure": False,
-    "cacert": None,
-    "cert": None,
-    "key": None,
-    "key_password": None,
-    "resolv_conf": None,
-    "termination_log": None,
-    "events": False,
-}
-#: the variables waitfor reads: WAITFOR_TARGETS and one per option (click's auto_envvar_prefix)
-VARIABLES = frozenset(
-    {"WAITFOR_TARGETS", "WAITFOR_ANY"}
-    | {f"WAITFOR_{name.upper()}" for name in DEFAULTS if name != "any_ready"}
-)
 DURATIONS = ("timeout", "attempt_timeout", "max_interval", "stable")
 #: the words quick_params reads: flags, and options followed by their value
 QUICK_FLAGS = {"-q": "quiet", "--quiet": "quiet"}
 QUICK_VALUED = {"-t": "timeout", "--timeout": "timeout"}
-
-
-def split_command(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(waitfor's own words, the command after the first ``--``)."""
-    if "--" in args:
-        split = list(args).index("--")
-        return list(args[:split]), list(args[split + 1 :])
-    return list(args), []
 
 
 def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -267,7 +233,7 @@ def exec_command(command: Sequence[str]) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    # Installed first thing (by waitfor.cli.signals, before this module was imported, for the
+    # Installed first thing (by waitfor.cli.entry, before this module was imported, for the
     # command): as PID 1 in a container, a signal without a handler is ignored.
     install()
     termination.current = termination.TerminationLog()  # until the options are read
@@ -281,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if params is None:
             from waitfor.cli import clickparse as clickcli
 
-            clickcli.main(args)  # maps click's own errors to exit codes
+            wait(**clickcli.main(args))  # click's own errors end there, in their exit codes
         else:
             termination.current = termination.TerminationLog(params.pop("termination_log"))
             wait(**params)
@@ -337,17 +303,6 @@ def run() -> NoReturn:
         sys.stderr.write(exit_line(code))
     flush_stdio()
     os._exit(code)
-
-
-def die(message: str, code: int) -> NoReturn:
-    first_line = " ".join(message.split())
-    termination.current.failed(first_line)
-    sys.stderr.write(error_line(first_line, code, as_json=ERRORS["json"]))
-    sys.exit(code)
-
-
-#: errors are JSON lines when the output asked for is json (known before click has parsed it)
-ERRORS = {"json": False}
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:

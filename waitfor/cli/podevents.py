@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from waitfor import sanitize
-from waitfor.events import Event, EventType, TargetResult
-from waitfor.report import Reporter
-from waitfor.targets import Target
+from waitfor.base import sanitize
+from waitfor.cli.report import Reporter
+from waitfor.core.events import Event, EventType, TargetResult
+from waitfor.core.targets import Target
 
 if TYPE_CHECKING:
     from waitfor.net.k8s.client import Api

@@ -1,6 +1,6 @@
 """Turn runner events into what people (text, live TTY view) or programs (JSON lines) read.
 
-No output floods, however long the wait and however many its targets: :mod:`waitfor.pacing`
+No output floods, however long the wait and however many its targets: :mod:`waitfor.core.pacing`
 decides which changes are told and when one progress line for all the targets still awaited is
 due (at most about 2 MB a day); then a summary line per target at the end. Everything goes to
 the given stream (stderr from the CLI); targets print in redacted form only.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from waitfor.events import Event, EventType, TargetResult
-from waitfor.pacing import (
+from waitfor.core.events import Event, EventType, TargetResult
+from waitfor.core.pacing import (
     ENTRY_CHARS,
     PROGRESS_BYTES,
     Budget,
@@ -22,10 +22,8 @@ from waitfor.pacing import (
     cut,
     progress_text,
 )
-from waitfor.pacing import (
-    attempts as _attempts,
-)
-from waitfor.targets import Target
+from waitfor.core.pacing import attempts as _attempts
+from waitfor.core.targets import Target
 
 OUTPUTS = ("auto", "text", "tty", "json", "quiet")
 
@@ -230,7 +228,7 @@ class LiveReporter(TextReporter):
 
 class JsonReporter(Reporter):
     """One JSON object per line: the begin, changes and progress at the pace of the text output
-    (:mod:`waitfor.pacing`), readiness and timeouts always, then one per target as a summary.
+    (:mod:`waitfor.core.pacing`), readiness and timeouts always, then one per target as a summary.
     Attempts themselves are not told (two lines an attempt were the flood)."""
 
     def __init__(self, stream: TextIO) -> None:

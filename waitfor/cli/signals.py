@@ -15,11 +15,9 @@ printed, and the command asks for it where the wait would go on (:func:`raise_pe
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from types import FrameType
-from typing import NoReturn
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 #: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
@@ -101,17 +99,3 @@ def signalled_in(exc: BaseException) -> Signalled | None:
         seen.add(id(found))
         found = found.__cause__ or found.__context__
     return None
-
-
-def run() -> NoReturn:
-    """The ``waitfor`` command (console script, ``python -m waitfor``)."""
-    try:
-        install()  # inside: a signal may land the moment its handler is in place
-        from waitfor.cli import command as cli
-    except BaseException as exc:  # installing, importing: nothing else has started
-        signalled = signalled_in(exc)
-        if signalled is None:
-            raise
-        os.write(2, f"waitfor: error: {signalled.describe()}\n".encode())
-        os._exit(128 + signalled.signum)
-    cli.run()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from waitfor.cli.report import Reporter
 from waitfor.core.events import Event, EventType, TargetResult
-from waitfor.core.targets import Target
+from waitfor.core.target import Target
 
 DEFAULT_PATH = "/dev/termination-log"
 ENV = "WAITFOR_TERMINATION_LOG"

@@ -17,8 +17,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from waitfor.base import urls
+from waitfor.base.options import OptionPairs, choice, reject_unknown
+from waitfor.base.outcome import Outcome
 from waitfor.base.values import Value
-from waitfor.kind import Check, OptionPairs, Outcome, choice, reject_unknown
+from waitfor.core.check import Check
 from waitfor.net import tls
 from waitfor.net.errors import describe_os_error
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from waitfor.base.values import Value
 
 if TYPE_CHECKING:
-    from waitfor.core.targets import Target
+    from waitfor.core.target import Target
 
 
 class EventType(StrEnum):

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 from waitfor.base import sanitize
 from waitfor.base.deadline import Deadline
+from waitfor.core.check import Check
 from waitfor.core.events import Event, EventHandler, EventType, TargetResult
 from waitfor.core.registry import check_class
-from waitfor.core.targets import Target
-from waitfor.kind import Check
+from waitfor.core.target import Target
 
 #: the most the synchronous attempts may take together before the runner takes over
 QUICK_BUDGET = 0.25

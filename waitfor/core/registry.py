@@ -23,7 +23,7 @@ from waitfor.base.values import Value
 
 if TYPE_CHECKING:
     from waitfor.base.deadline import Deadline
-    from waitfor.kind import Check
+    from waitfor.core.check import Check
 
 ENTRY_POINT_GROUP = "waitfor.kinds"
 _SCHEME_NAME = r"[a-z][a-z0-9+.-]*"  # compiled on first use: only plugins need it
@@ -108,7 +108,7 @@ def load(kind: Kind) -> type[Check[Any]]:
         return cls
     import inspect  # only a third-party kind is checked with it
 
-    from waitfor.kind import Check
+    from waitfor.core.check import Check
 
     where = f"kind {kind.name!r} ({kind.implementation} from {kind.origin})"
     try:
@@ -141,7 +141,8 @@ def _guarded(cls: type[Check[Any]], kind: Kind) -> type[Check[Any]]:
     import errno
 
     from waitfor.base import redaction
-    from waitfor.kind import Outcome, describe_os_error
+    from waitfor.base.outcome import Outcome
+    from waitfor.net.errors import describe_os_error
 
     name = f"kind {kind.name!r} ({kind.origin})"
 

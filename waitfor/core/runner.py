@@ -18,13 +18,15 @@ from typing import Any
 
 from waitfor.base import sanitize
 from waitfor.base.deadline import Deadline
+from waitfor.base.outcome import Outcome
 from waitfor.core.backoff import Backoff
+from waitfor.core.check import Check
 from waitfor.core.events import Event, EventHandler, EventType, TargetResult
 from waitfor.core.registry import check_class
-from waitfor.core.targets import Target
+from waitfor.core.target import Target
 from waitfor.errors import CheckFailed, WaitTimeout
-from waitfor.kind import Check, Outcome, describe_os_error
 from waitfor.net import activity
+from waitfor.net.errors import describe_os_error
 
 __all__ = ["Event", "EventHandler", "EventType", "TargetResult", "run"]
 

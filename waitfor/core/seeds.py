@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from waitfor.base import urls
+from waitfor.base.outcome import Outcome
+from waitfor.base.urls import host_port
 from waitfor.base.values import Value
-from waitfor.kind import Outcome, host_port
 
 if TYPE_CHECKING:
     from waitfor.base.deadline import Deadline

@@ -2,7 +2,7 @@
 
 Every target is a URL naming what to await; what waitfor should expect of it goes in the
 fragment, which no protocol ever sends anywhere: ``https://api/healthz#status=200-299&body=ok``.
-The scheme picks the check kind (see :mod:`waitfor.kinds`); the kind parses the address and
+The scheme picks the check kind (see :mod:`waitfor.core.registry`); the kind parses the address and
 validates the options. What every kind shares happens here: splitting off the fragment into
 options, ``{namespace}``, global option defaults, and collecting secrets for redaction.
 """
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from waitfor.base import redaction
 from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
 from waitfor.core import registry as kinds
+from waitfor.core.target import Target as Target  # its home; imported from here too
 from waitfor.errors import TargetError
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
@@ -25,34 +25,6 @@ NAMESPACE_PLACEHOLDER = "{namespace}"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 #: options every kind takes, handled by the runner: taken out before the kind's parse_options
 GENERIC_OPTIONS = frozenset({"stable"})
-
-
-class Target(Value):
-    """A parsed target. ``str()`` and ``repr()`` never show a secret; ``url`` may hold them."""
-
-    kind: str  # the check kind, as the registry names it
-    scheme: str
-    url: str  # as given minus the options fragment; may carry credentials: never print it
-    host: str
-    port: int | None
-    options: object  # the check kind's frozen options value
-    display: str  # built from the parsed parts without secrets: for every output
-    #: the credential values this target holds; nothing searches output for them (the display is
-    #: built without them), tests assert they never appear
-    secrets: frozenset[str] = frozenset()
-    params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
-    #: ``#stable=DURATION``: seconds it must stay ready; None: the wait's own (``--stable``)
-    stable: float | None = None
-    _uncompared = ("secrets",)
-
-    def __str__(self) -> str:
-        return self.display
-
-    def __repr__(self) -> str:
-        return f"Target({self.display!r})"
-
-    def param(self, key: str) -> str | None:
-        return dict(self.params).get(key)
 
 
 def _is_utf8(text: str) -> bool:

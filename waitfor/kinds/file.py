@@ -21,15 +21,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
-from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown
+from waitfor.kind import Address, Check, OptionPairs, Outcome, Value, flag, reject_unknown, unquote
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
     import asyncio
 
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 
 class FileOptions(Value):

@@ -19,23 +19,23 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from waitfor.base import urls
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
 from waitfor.kind import (
     Address,
     Check,
     OptionPairs,
     Outcome,
+    Value,
     describe_os_error,
     host_port,
     reject_unknown,
     single,
+    unquote,
+    urls,
 )
 from waitfor.net import tls
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing
     import asyncio

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.base import urls
-from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port
+from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port, urls
 
 if TYPE_CHECKING:
     import socket
 
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 
 class TcpCheck(Check[Options]):

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from waitfor.base.urlsplit import unquote
-from waitfor.kind import Address, Check, Options, Outcome
+from waitfor.kind import Address, Check, Options, Outcome, unquote
 from waitfor.net.unixsock import NotAccepted, connected
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 #: sun_path holds 108 bytes on Linux, the last one a NUL
 MAX_PATH_BYTES = 107

@@ -7,6 +7,12 @@
 - :mod:`.unixsock`: connecting to a Unix socket (unix:// and http+unix:// alike).
 - :mod:`.errors`: words for socket errors.
 - :mod:`.activity`: what an attempt in flight is waiting on, for the reason a deadline reports.
+- :mod:`.httptransport`: httpx over these (http, k8s, Events); :mod:`.k8s`: the Kubernetes API
+  client and credentials (the k8s kind and ``--events``).
+- :mod:`.glibc`: glibc's resolver, emulated (dns and mongodb+srv); :mod:`.dnsstub`: it on the
+  event loop.
+
+It imports nothing of waitfor above it (only :mod:`waitfor.base`).
 
 This package itself imports nothing: a kind pays for asyncio or ssl only when it uses them.
 """

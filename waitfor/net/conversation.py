@@ -29,8 +29,8 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from waitfor.base.outcome import Outcome
 from waitfor.base.values import Value
-from waitfor.kind import Outcome
 from waitfor.net.errors import TlsError, tls_failure
 
 if TYPE_CHECKING:

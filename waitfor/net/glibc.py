@@ -21,9 +21,10 @@ Every server is asked in turn, ``attempts`` rounds, each query waiting ``timeout
 This module decides all of that without doing any I/O on the network and without dnspython
 (whose import costs more than the rest of a start): :func:`res_search` and :func:`res_send` are
 generators that say what to ask next and are told what came back. Two drivers run them: the
-runner's, on the event loop with dnspython (:mod:`.stub`), and the first attempt's, on a blocking
-socket (:mod:`.quick`). A record is whatever the driver's messages hold (dnspython's rdata, or
-the text forms the quick reader makes); this module only passes records along.
+runner's, on the event loop with dnspython (:mod:`.dnsstub`), and the first attempt's, on a blocking
+socket (:mod:`waitfor.kinds.dns.quick`). A record is whatever the driver's messages hold
+(dnspython's rdata, or the text forms the quick reader makes); this module only passes records
+along.
 """
 
 from __future__ import annotations

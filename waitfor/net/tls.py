@@ -20,8 +20,8 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING
 
+from waitfor.base.options import OptionPairs, flag, single
 from waitfor.base.values import Value
-from waitfor.kind import OptionPairs, flag, single
 
 if TYPE_CHECKING:
     import ssl

@@ -7,9 +7,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from waitfor import __version__
-from waitfor.base.values import Value
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError, Value
 from waitfor.net.conversation import (
     Briefly,
     Closed,

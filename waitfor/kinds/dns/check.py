@@ -1,7 +1,7 @@
 """DNS: a name resolves the way the application will resolve it, to enough of the right records.
 
 Without a nameserver in the target, names are looked up as glibc's getaddrinfo looks them up
-(see :mod:`.stub`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
+(see :mod:`waitfor.net.dnsstub`): nsswitch.conf's ``hosts:`` order (/etc/hosts for ``files``), then
 resolv.conf's nameservers, ``search`` list, ``ndots``, ``timeout`` and ``attempts``, so
 ``dns:mysvc`` in a Kubernetes pod (``ndots:5``, search ``<ns>.svc.cluster.local ...``) finds what
 the app would find, and so do ``hostAliases``. A trailing dot makes a name absolute. An explicit
@@ -20,14 +20,21 @@ import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from waitfor.base import urls
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
-from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    reject_unknown,
+    single,
+    unquote,
+    urls,
+)
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # dnspython and the resolvers are imported by the probes
     import dns.rdata
@@ -179,7 +186,7 @@ class DnsCheck(Check[DnsOptions]):
         """:meth:`_through_nsswitch`, the DNS asked on the event loop with dnspython."""
         import asyncio
 
-        from waitfor.kinds.dns import stub
+        from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
 
         budget = deadline.left()  # each source's search may take what is left
@@ -254,8 +261,8 @@ class DnsCheck(Check[DnsOptions]):
         import dns.message
         import dns.name
 
-        from waitfor.base.urls import host_port
-        from waitfor.kinds.dns import stub
+        from waitfor.kind import host_port
+        from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
         from waitfor.net.activity import waiting_on
 

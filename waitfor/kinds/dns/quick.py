@@ -1,8 +1,10 @@
-"""The first attempt's DNS driver: :mod:`.glibc`'s resolver on blocking sockets, no dnspython.
+"""The first attempt's DNS driver: glibc's resolver (:mod:`waitfor.net.glibc`) on blocking sockets,
+no dnspython.
 
 It only ever answers with what it fully understood in time. A server that does not answer
 before the deadline, an answer :mod:`.wire` will not vouch for, a name it does not spell: each
-makes the whole lookup None, and the runner's attempt (:mod:`.stub`) makes the decision. A
+makes the whole lookup None, and the runner's attempt (:mod:`waitfor.net.dnsstub`) makes the
+decision. A
 refused connection (ICMP port unreachable) or a socket error is told to :func:`glibc.res_send`
 as the runner's driver tells it, since both see it the same way at once.
 
@@ -16,12 +18,12 @@ import math
 import os
 from typing import TYPE_CHECKING
 
-from waitfor.base.urls import host_port
+from waitfor.kind import host_port
 from waitfor.kinds.dns import wire
 from waitfor.net import glibc
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 # dnspython's names, for reasons
 _RCODES = (

@@ -19,17 +19,27 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from waitfor.base.redaction import MASK, is_secret_name, userinfo
-from waitfor.base.redaction import query as redaction_query
-from waitfor.base.urlsplit import unquote, urlsplit
-from waitfor.base.values import Value
-from waitfor.kind import Address, Check, OptionPairs, Outcome, reject_unknown, single
+from waitfor.kind import (
+    MASK,
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    is_secret_name,
+    reject_unknown,
+    single,
+    unquote,
+    urlsplit,
+    userinfo,
+)
+from waitfor.kind import query as redaction_query
 
 if TYPE_CHECKING:
-    from waitfor.base.patterns import Pattern
+    from waitfor.kind import Pattern
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 #: stands for a hidden value while the words are quoted (quoting would wrap "***" in quotes)
 _HOLE = "WAITFORHIDDENVALUE"
@@ -53,7 +63,7 @@ class ExecCheck(Check[ExecOptions]):
         pattern = single(pairs, "stdout")
         if pattern is None:
             return ExecOptions()
-        from waitfor.base.patterns import compile_pattern
+        from waitfor.kind import compile_pattern
 
         try:
             return ExecOptions(compile_pattern(pattern))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from waitfor.kind import Outcome
 
 if TYPE_CHECKING:
-    from waitfor.base.patterns import Pattern
+    from waitfor.kind import Pattern
 
 #: the reason quotes at most this much of the command's last line
 LINE_LIMIT = 200

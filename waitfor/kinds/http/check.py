@@ -27,30 +27,30 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
 from waitfor.kind import (
     Address,
     Check,
     OptionPairs,
     Outcome,
+    redaction,
     reject_unknown,
     single,
     standard_address,
+    unquote,
+    urls,
 )
 from waitfor.kinds.http import wire
 from waitfor.kinds.http.judge import BODY_LIMIT, Search, judge
+from waitfor.kinds.http.options import HttpOptions
 from waitfor.net import tls
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # httpx, ssl, json and RE2 are imported when needed: parsing stays cheap
     import httpx
 
-    from waitfor.base.jsonexpect import JsonExpectation
-    from waitfor.base.patterns import Pattern
+    from waitfor.kind import JsonExpectation, Pattern
 
 __all__ = ["BODY_LIMIT", "HttpCheck", "HttpOptions"]
 
@@ -60,24 +60,6 @@ _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHI
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "OPTIONS")
 #: what a ``data=`` body is sent as unless ``content-type=`` says otherwise (curl's -d default)
 DEFAULT_CONTENT_TYPE = "application/x-www-form-urlencoded"
-
-
-class HttpOptions(Value):
-    statuses: tuple[tuple[int, int], ...] = ((200, 399),)
-    body: Pattern | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    method: str = "GET"
-    tls: tls.TlsOptions = tls.TlsOptions()
-    json: tuple[JsonExpectation, ...] = ()
-    #: ``expect-header=Name[:RE2]``: (name, pattern or None for "present"), all must hold
-    expect_headers: tuple[tuple[str, Pattern | None], ...] = ()
-    data: bytes | None = None  # the request body
-
-    def accepts(self, status: int) -> bool:
-        return any(low <= status <= high for low, high in self.statuses)
-
-    def describe_statuses(self) -> str:
-        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.statuses)
 
 
 class HttpCheck(Check[HttpOptions]):
@@ -352,7 +334,7 @@ def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
         raise ValueError("expect-header must be 'Name' or 'Name:REGEX'")
     if not colon:
         return name, None
-    from waitfor.base.patterns import compile_pattern
+    from waitfor.kind import compile_pattern
 
     try:
         return name, compile_pattern(pattern)
@@ -363,13 +345,13 @@ def parse_expect_header(text: str) -> tuple[str, Pattern | None]:
 def _json_expectations(texts: list[str]) -> tuple[JsonExpectation, ...]:
     if not texts:
         return ()
-    from waitfor.base import jsonexpect  # json and its expectations: for json targets only
+    from waitfor.kind import jsonexpect  # json and its expectations: for json targets only
 
     return tuple(jsonexpect.parse_expectation(text) for text in texts)
 
 
 def _compile(pattern: str) -> Pattern:
-    from waitfor.base.patterns import compile_pattern
+    from waitfor.kind import compile_pattern
 
     try:
         return compile_pattern(pattern)

@@ -15,12 +15,11 @@ import codecs
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING
 
-from waitfor.base.values import Value
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, Value
 
 if TYPE_CHECKING:
-    from waitfor.base.patterns import Pattern
-    from waitfor.kinds.http.check import HttpOptions
+    from waitfor.kind import Pattern
+    from waitfor.kinds.http.options import HttpOptions
 
 #: bytes of body read off the wire, and kept after each Content-Encoding layer (a gzip bomb
 #: stays small)
@@ -76,7 +75,7 @@ def judge(options: HttpOptions, status: int, headers: Headers) -> Judgement:
             return Outcome.down(f"HTTP {status} but body does not match {options.body.pattern!r}")
     if not options.json:
         return Outcome.up(f"HTTP {status}, body matches")
-    from waitfor.base import jsonexpect as expect  # only json targets pay for the json module
+    from waitfor.kind import jsonexpect as expect  # only json targets pay for the json module
 
     try:
         document = expect.load(text)

@@ -31,10 +31,9 @@ from waitfor.net.conversation import Closed, Read, ReadLine, Send
 if TYPE_CHECKING:
     import socket
 
-    from waitfor.base.deadline import Deadline
-    from waitfor.kind import Outcome
-    from waitfor.kinds.http.check import HttpOptions
+    from waitfor.kind import Deadline, Outcome
     from waitfor.kinds.http.judge import Headers
+    from waitfor.kinds.http.options import HttpOptions
     from waitfor.net.conversation import Conversation, Step
 
 #: status line and headers together; a longer head is the runner's (httpcore allows 100 KiB)

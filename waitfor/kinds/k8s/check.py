@@ -2,9 +2,10 @@
 
 ``k8s:[NAMESPACE/]TYPE/NAME`` is one object, ``k8s:[NAMESPACE/]TYPE#selector=LABELS`` the objects
 a label selector matches (at least ``min``, default 1, ready). TYPE is any name kubectl accepts,
-resolved through API discovery (:mod:`.client`). The namespace defaults to the pod's own, else the
-kubeconfig context's, else ``default``. Credentials are found as kubectl finds them
-(:mod:`.config`); readiness follows ``kubectl rollout status`` / ``kubectl wait`` (:mod:`.ready`):
+resolved through API discovery (:mod:`waitfor.net.k8s.client`). The namespace defaults to the
+pod's own, else the kubeconfig context's, else ``default``. Credentials are found as kubectl finds
+them (:mod:`waitfor.net.k8s.config`); readiness follows ``kubectl rollout status`` /
+``kubectl wait`` (:mod:`.ready`):
 Job Complete (Failed is fatal), Deployment / StatefulSet / DaemonSet / ReplicaSet rolled out, Pod
 Ready, Service with at least ``min`` ready endpoints (EndpointSlice v1, else v1beta1, else core
 Endpoints). Other types need ``condition=TYPE[=STATUS]``, ``json=PATH[==VALUE]`` or ``exists``,
@@ -24,21 +25,27 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from waitfor.base import jsonexpect as expect
-from waitfor.base import sanitize
-from waitfor.base.values import Value
-from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    flag,
+    reject_unknown,
+    sanitize,
+    single,
+)
+from waitfor.kind import jsonexpect as expect
 from waitfor.kinds.k8s.pace import SHORT_WATCH, Pace
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # httpx and yaml are imported by the probe: parsing a target stays cheap
-    from waitfor.kinds.k8s.client import Api, Discovery, Resource
-    from waitfor.kinds.k8s.config import Credentials, Source
     from waitfor.kinds.k8s.ready import Verdict
-    from waitfor.net.k8s.client import Api, Resource
+    from waitfor.net.k8s.client import Api, Discovery, Resource
     from waitfor.net.k8s.config import Credentials, Source
 
 Json = dict[str, Any]
@@ -170,7 +177,7 @@ class K8sCheck(Check[K8sOptions]):
 
     @cached_property
     def _discovery(self) -> Discovery:
-        from waitfor.kinds.k8s.client import Discovery
+        from waitfor.net.k8s.client import Discovery
 
         return Discovery()  # for the whole wait: discovery is not asked again per attempt
 
@@ -420,7 +427,7 @@ class K8sCheck(Check[K8sOptions]):
         Without the right to list Services (a Role for EndpointSlices only) this is skipped.
         """
         from waitfor.kinds.k8s import ready
-        from waitfor.kinds.k8s.client import ApiError
+        from waitfor.net.k8s.client import ApiError
 
         if self._no_service_check:
             return None

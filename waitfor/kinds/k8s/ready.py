@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from waitfor.base import jsonexpect as expect
+from waitfor.kind import jsonexpect as expect
 
 Json = dict[str, Any]
 

@@ -17,14 +17,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction
-from waitfor.core import seeds
-from waitfor.core.conversation_check import ConversationCheck, ConversationOptions, ProtocolError
-from waitfor.kind import Address, OptionPairs, Outcome, choice, single
+from waitfor.kind import (
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    OptionPairs,
+    Outcome,
+    ProtocolError,
+    choice,
+    redaction,
+    seeds,
+    single,
+)
 from waitfor.net import tls
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
     from waitfor.net.conversation import Conversation
 
 MECHANISMS = ("plain", "scram-sha-256", "scram-sha-512")

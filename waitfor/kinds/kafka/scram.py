@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import os
 
-from waitfor.core.conversation_check import ProtocolError
+from waitfor.kind import ProtocolError
 
 
 class Scram:

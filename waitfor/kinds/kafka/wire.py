@@ -12,9 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Generator
 
-from waitfor.base.values import Value
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError, Value
 from waitfor.net.conversation import Closed, Conversation, Read, Send, Step
 
 API_METADATA, API_SASL_HANDSHAKE, API_VERSIONS, API_SASL_AUTHENTICATE = 3, 17, 18, 36

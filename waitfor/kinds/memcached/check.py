@@ -13,9 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.core.conversation_check import ConversationCheck, ConversationOptions
-from waitfor.kind import Address, OptionPairs, host_port
+from waitfor.kind import (
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    OptionPairs,
+    host_port,
+    redaction,
+    urls,
+)
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation

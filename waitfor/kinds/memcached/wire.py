@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError
 from waitfor.net.conversation import (
     Closed,
     Conversation,

@@ -22,17 +22,26 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.base.urlsplit import unquote
-from waitfor.core import seeds
-from waitfor.core.conversation_check import ConversationCheck, ConversationOptions, ProtocolError
-from waitfor.kind import Address, OptionPairs, Outcome, flag, host_port
+from waitfor.kind import (
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    OptionPairs,
+    Outcome,
+    ProtocolError,
+    flag,
+    host_port,
+    redaction,
+    seeds,
+    unquote,
+    urls,
+)
 from waitfor.net import tls
 
 if TYPE_CHECKING:
     import ssl
 
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
     from waitfor.kinds.mongodb.wire import Document
     from waitfor.net.conversation import Conversation
 
@@ -222,7 +231,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         import asyncio
         import os
 
-        from waitfor.kinds.dns import stub
+        from waitfor.net import dnsstub as stub
         from waitfor.net import glibc
 
         config = glibc.read_resolv_conf("/etc/resolv.conf", os.environ)

@@ -15,8 +15,7 @@ from collections.abc import Generator
 from typing import Any
 
 from waitfor import __version__
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError
 from waitfor.net.conversation import Conversation, Read, Send, Step
 
 OP_MSG = 2013

@@ -6,8 +6,7 @@ import secrets
 import struct
 from collections.abc import Generator
 
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError
 from waitfor.net.conversation import (
     Conversation,
     Read,

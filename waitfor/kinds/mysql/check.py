@@ -23,16 +23,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.base.urlsplit import unquote
-from waitfor.core.conversation_check import ConversationCheck, ConversationOptions
-from waitfor.kind import Address, OptionPairs, Outcome, choice, host_port, reject_unknown, single
+from waitfor.kind import (
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    OptionPairs,
+    Outcome,
+    choice,
+    host_port,
+    redaction,
+    reject_unknown,
+    single,
+    unquote,
+    urls,
+)
 from waitfor.net import tls
 
 if TYPE_CHECKING:
     import ssl
 
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
     from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 3306

@@ -26,9 +26,7 @@ import os
 import struct
 from collections.abc import Generator
 
-from waitfor.base.values import Value
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError, Value
 from waitfor.net.conversation import (
     Closed,
     Conversation,

@@ -16,8 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome, describe_os_error
+from waitfor.kind import Outcome, ProtocolError, describe_os_error
 from waitfor.kinds.mysql.ping import default_user, parse_greeting
 from waitfor.net import aio
 
@@ -26,8 +25,7 @@ if TYPE_CHECKING:
 
     from pymysql.connections import Connection
 
-    from waitfor.base.deadline import Deadline
-    from waitfor.core.targets import Target
+    from waitfor.kind import Deadline, Target
 
 ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
 #: auth plugins that send the password itself: only over TLS (the mysql client's default too)

@@ -15,9 +15,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.core.conversation_check import ConversationCheck, ConversationOptions
-from waitfor.kind import Address, OptionPairs, flag, host_port
+from waitfor.kind import (
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    OptionPairs,
+    flag,
+    host_port,
+    redaction,
+    urls,
+)
 from waitfor.net import tls
 
 if TYPE_CHECKING:

@@ -9,8 +9,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from waitfor import __version__
-from waitfor.core.conversation_check import ProtocolError
-from waitfor.kind import Outcome
+from waitfor.kind import Outcome, ProtocolError
 from waitfor.net.conversation import (
     Conversation,
     Read,

@@ -18,21 +18,22 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from waitfor.base import redaction, urls
-from waitfor.base.values import Value
 from waitfor.kind import (
     Address,
     Check,
     OptionPairs,
     Outcome,
+    Value,
     choice,
     flag,
+    redaction,
     reject_unknown,
+    urls,
 )
 from waitfor.kinds.postgres import conninfo
 
 if TYPE_CHECKING:
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg: in the probe
     import ssl

@@ -13,21 +13,11 @@ import pwd
 import re
 from collections.abc import Mapping
 
-from waitfor.base import redaction
-from waitfor.base.redaction import MASK
-from waitfor.base.urlsplit import unquote
-from waitfor.base.values import Value
+from waitfor.kind import MASK, Value, redaction, unquote
+from waitfor.kinds.postgres.keywords import KEYWORDS
 from waitfor.kinds.postgres.service import service_definition
 
 # libpq's keywords (PostgreSQL 17); anything else is "invalid connection option", as in libpq.
-KEYWORDS = frozenset(
-    """host hostaddr port dbname user password passfile channel_binding connect_timeout
-    client_encoding options application_name fallback_application_name keepalives keepalives_idle
-    keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl
-    sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni
-    requirepeer ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation
-    service target_session_attrs load_balance_hosts sslnegotiation require_auth""".split()  # noqa: SIM905
-)
 ENVIRONMENT = {
     "host": "PGHOST",
     "hostaddr": "PGHOSTADDR",

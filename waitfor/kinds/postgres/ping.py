@@ -25,8 +25,7 @@ import time
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from waitfor.base.values import Value
-from waitfor.kind import describe_os_error
+from waitfor.kind import Value, describe_os_error
 from waitfor.kinds.postgres.conninfo import Endpoint, endpoints
 from waitfor.net.conversation import Closed, Flooded, Injected, Read, Send, StartTls
 from waitfor.net.errors import TlsError
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
 
-    from waitfor.base.deadline import Deadline
+    from waitfor.kind import Deadline
     from waitfor.net import aio, blocking
     from waitfor.net.conversation import Exchange
 

@@ -13,16 +13,14 @@ import os
 import pwd
 from collections.abc import Mapping
 
+from waitfor.kinds.postgres.keywords import KEYWORDS  # connection strings' keywords too
+
 SYSCONFDIR = "/etc/postgresql-common"  # Debian's and the postgres image's libpq
 MAX_LINE = 255  # libpq reads lines into a 256-byte buffer
 
 
 def service_definition(service: str, environ: Mapping[str, str]) -> dict[str, str]:
     """The keywords of ``service``; ValueError with libpq's words if it cannot be used."""
-    from waitfor.kinds.postgres.conninfo import (
-        KEYWORDS,  # the same keyword list as connection strings
-    )
-
     files = []  # (path, whether it may be missing)
     home = _home(environ)
     if "PGSERVICEFILE" in environ:

@@ -22,9 +22,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor.base import redaction, urls
-from waitfor.core.conversation_check import ConversationCheck, ConversationOptions
-from waitfor.kind import Address, OptionPairs, host_port, single
+from waitfor.kind import (
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    OptionPairs,
+    host_port,
+    redaction,
+    single,
+    urls,
+)
 from waitfor.net import tls
 
 if TYPE_CHECKING:

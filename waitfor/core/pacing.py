@@ -25,10 +25,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from waitfor.events import Event, EventType
+from waitfor.core.events import Event, EventType
 
 if TYPE_CHECKING:
-    from waitfor.targets import Target
+    from waitfor.core.targets import Target
 
 #: a target's reason that changes at every attempt is told at most this often at first, the
 #: gap doubling with each line told up to CHANGE_EVERY_MAX

@@ -24,7 +24,6 @@ from waitfor.base.urls import host_port
 from waitfor.net import glibc
 from waitfor.net.activity import waiting_on
 from waitfor.net.errors import describe_os_error
-from waitfor.urls import host_port
 
 
 class TcpFailed(Exception):

@@ -1,0 +1,23 @@
+"""The ``waitfor`` command's entry point (console script, ``python -m waitfor``): the signal
+handlers first (:mod:`.signals`, the standard library's ``signal`` only), then the command."""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+from waitfor.cli.signals import install, signalled_in
+
+
+def run() -> NoReturn:
+    """The ``waitfor`` command (console script, ``python -m waitfor``)."""
+    try:
+        install()  # inside: a signal may land the moment its handler is in place
+        from waitfor.cli import command
+    except BaseException as exc:  # installing, importing: nothing else has started
+        signalled = signalled_in(exc)
+        if signalled is None:
+            raise
+        os.write(2, f"waitfor: error: {signalled.describe()}\n".encode())
+        os._exit(128 + signalled.signum)
+    command.run()

@@ -1,0 +1,33 @@
+"""An http target's options, as :class:`~waitfor.kinds.http.check.HttpCheck` parses them.
+
+A module of its own: the request (:mod:`.wire`) and the judgement (:mod:`.judge`) read them, and
+the front module imports both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from waitfor.kind import Value
+from waitfor.net import tls
+
+if TYPE_CHECKING:
+    from waitfor.kind import JsonExpectation, Pattern
+
+
+class HttpOptions(Value):
+    statuses: tuple[tuple[int, int], ...] = ((200, 399),)
+    body: Pattern | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    method: str = "GET"
+    tls: tls.TlsOptions = tls.TlsOptions()
+    json: tuple[JsonExpectation, ...] = ()
+    #: ``expect-header=Name[:RE2]``: (name, pattern or None for "present"), all must hold
+    expect_headers: tuple[tuple[str, Pattern | None], ...] = ()
+    data: bytes | None = None  # the request body
+
+    def accepts(self, status: int) -> bool:
+        return any(low <= status <= high for low, high in self.statuses)
+
+    def describe_statuses(self) -> str:
+        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.statuses)
