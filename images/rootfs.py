@@ -164,7 +164,8 @@ def stdlib_closure(site: Path, loaded: set[str]) -> set[str]:
     queue = sorted(wanted)
     while queue:
         name = queue.pop()
-        if name.partition(".")[0] in DEVELOPMENT:
+        top = name.partition(".")[0]
+        if top in DEVELOPMENT or (top not in loaded and has_c_twin(top)):
             continue
         for candidate in with_parents(name):
             if candidate in kept or not module_files(candidate):
@@ -174,6 +175,17 @@ def stdlib_closure(site: Path, loaded: set[str]) -> set[str]:
                 if path.suffix == ".py":
                     queue += imports_of(path, package_of(path, STDLIB))
     return kept
+
+
+def has_c_twin(name: str) -> bool:
+    """``_pydecimal``, ``_pyio``, ``_py_abc``: the pure-Python twin of a C module this interpreter
+    has, imported only where that one is missing (``decimal``: ``except ImportError: from
+    _pydecimal import *``), so never here."""
+    if not name.startswith("_py"):
+        return False
+    rest = name.removeprefix("_py")
+    twin = rest if rest.startswith("_") else f"_{rest}"
+    return twin in sys.builtin_module_names or bool(module_files(twin))
 
 
 def with_parents(name: str) -> list[str]:

@@ -44,6 +44,16 @@ def test_development_tools_are_never_kept(tmp_path: Path) -> None:
     assert not {"pydoc", "pdb", "bdb", "unittest"} & kept
 
 
+def test_a_pure_python_twin_of_a_c_module_is_not_kept(tmp_path: Path) -> None:
+    """decimal imports _pydecimal only where _decimal is missing; this interpreter has it."""
+    kept = rootfs.stdlib_closure(site_with(tmp_path, {"d.py": "import decimal, io, abc\n"}), set())
+    assert {"decimal", "io", "abc"} <= kept
+    assert "_decimal" in kept or "_decimal" in sys.builtin_module_names
+    assert not {"_pydecimal", "_pyio", "_py_abc"} & kept
+    loaded = rootfs.stdlib_closure(site_with(tmp_path, {}), loaded={"_pydecimal"})
+    assert "_pydecimal" in loaded  # something did import it: kept
+
+
 def test_modules_loaded_at_run_time_are_kept(tmp_path: Path) -> None:
     kept = rootfs.stdlib_closure(site_with(tmp_path, {}), loaded={"json.decoder", "_json"})
     assert {"json", "json.decoder", "site", "os", "encodings"} <= kept
