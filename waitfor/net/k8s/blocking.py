@@ -63,9 +63,16 @@ def get_json(
         return None
     sock: socket.socket = raw
     try:
+        # The request follows the handshake's last flight at once: without this, Nagle holds
+        # it until that flight is acknowledged, 40 ms later (the server's delayed ACK).
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if parts.scheme == "https":
             sock.settimeout(max(deadline.left(), 0.001))
-            sock = credentials.context.wrap_socket(raw, server_hostname=credentials.sni or host)
+            # bytes: a str name would load the IDNA codec (the names here are ASCII, or None)
+            name = credentials.sni or host
+            sock = credentials.context.wrap_socket(
+                raw, server_hostname=name.encode("ascii") if name.isascii() else name
+            )
         if not _send(sock, (request + "\r\n").encode("latin-1"), deadline):
             return None
         answer = _receive(sock, deadline)

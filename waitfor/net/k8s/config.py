@@ -23,8 +23,6 @@ import signal
 import ssl
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the event loop is only imported for an exec plugin: the first attempt
@@ -53,37 +51,53 @@ class CredentialError(Exception):
     """Credentials that may work later (a plugin that failed this time): not ready."""
 
 
-@dataclass
 class Credentials:
     """One attempt's way to the API server."""
 
-    server: str  # https://host:port[/prefix]
-    context: ssl.SSLContext
-    headers: dict[str, str]  # Authorization; its value is a secret
-    namespace: str  # the default namespace: the pod's or the context's, else "default"
-    who: str  # whom the server sees, for reasons: "serviceaccount app/default", "user admin"
-    sni: str | None = None  # tls-server-name
-    secrets: frozenset[str] = frozenset()
+    def __init__(
+        self,
+        server: str,
+        context: ssl.SSLContext,
+        headers: dict[str, str],
+        namespace: str,
+        who: str,
+        sni: str | None = None,
+        secrets: frozenset[str] = frozenset(),
+    ) -> None:
+        self.server = server  # https://host:port[/prefix]
+        self.context = context
+        self.headers = headers  # Authorization; its value is a secret
+        #: the default namespace: the pod's or the context's, else "default"
+        self.namespace = namespace
+        #: whom the server sees, for reasons: "serviceaccount app/default", "user admin"
+        self.who = who
+        self.sni = sni  # tls-server-name
+        self.secrets = secrets
 
 
-@dataclass
 class _Plugin:
     """An exec credential plugin's last answer, kept until it expires."""
 
-    token: str | None = None
-    cert_pem: str | None = None
-    key_pem: str | None = None
-    expires: float = 0.0  # time.time(); 0: never
+    def __init__(
+        self,
+        token: str | None = None,
+        cert_pem: str | None = None,
+        key_pem: str | None = None,
+        expires: float = 0.0,  # time.time(); 0: never
+    ) -> None:
+        self.token, self.cert_pem, self.key_pem, self.expires = token, cert_pem, key_pem, expires
 
 
-@dataclass
 class Source:
     """Where credentials come from; built once per check, asked once per attempt."""
 
-    context_name: str | None = None
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    _plugin: _Plugin | None = None
-    _kubeconfig: tuple[Json, str] | None = None  # merged config, display of the files
+    def __init__(
+        self, context_name: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.context_name = context_name
+        self.environ = os.environ if environ is None else environ
+        self._plugin: _Plugin | None = None
+        self._kubeconfig: tuple[Json, str] | None = None  # merged config, display of the files
 
     def forget_plugin_credential(self) -> None:
         """The server refused it (401): the next attempt runs the plugin again."""
@@ -135,19 +149,23 @@ class Source:
         return plugin
 
 
-@dataclass
 class _Chosen:
     """The context's cluster and user, checked, before an exec plugin runs."""
 
-    context_name: str
-    context: Json
-    cluster: Json
-    server: str
-    user_name: str
-    user: Json
-    token: str | None
-    cert_pem: str | None
-    key_pem: str | None
+    def __init__(
+        self,
+        context: Json,
+        cluster: Json,
+        server: str,
+        user_name: str,
+        user: Json,
+        token: str | None,
+        cert_pem: str | None,
+        key_pem: str | None,
+    ) -> None:
+        self.context, self.cluster, self.server = context, cluster, server
+        self.user_name, self.user, self.token = user_name, user, token
+        self.cert_pem, self.key_pem = cert_pem, key_pem
 
 
 def _choose(config: Json, shown: str, context_name: str | None) -> _Chosen:
@@ -194,7 +212,7 @@ def _choose(config: Json, shown: str, context_name: str | None) -> _Chosen:
             "(removed from kubectl; use its exec credential plugin)"
         )
     return _Chosen(
-        name, context, cluster, server, user_name, user, token and str(token), cert_pem, key_pem
+        context, cluster, server, user_name, user, token and str(token), cert_pem, key_pem
     )
 
 
@@ -736,6 +754,8 @@ async def run_exec_plugin(
     if status.get("expirationTimestamp"):
         try:
             stamp = _text(status["expirationTimestamp"]).replace("Z", "+00:00")
+            from datetime import datetime
+
             expires = datetime.fromisoformat(stamp).timestamp() - EXPIRY_MARGIN
         except ValueError:
             raise CredentialError(f"exec plugin {shown}: unreadable expirationTimestamp") from None
