@@ -63,12 +63,19 @@ ACCEPTED = [
     json.dumps(yaml.safe_load(KUBECTL_STYLE)),
     json.dumps(yaml.safe_load(KUBECTL_STYLE), indent=2),
     "current-context: a\nusers: []\n",
+    "token: 09fe9b4877638d417640efd0cd3438fb\nname: 2c99\nother: 1e5\n",  # digit first
 ]
 
 REFUSED = [
     INDENTED,  # a flow mapping
     "a: 1\n",  # a number
     "a: 0x1f\n",
+    "a: 0b101\n",
+    "a: 0o17\n",
+    "a: 017\n",
+    "a: 1_000\n",
+    "a: 1.5e3\n",
+    "a: 190:20:30\n",
     "a: 2001-12-14\n",
     "a: yes\n",  # YAML 1.1's bool
     "a: No\n",
@@ -117,7 +124,7 @@ def test_refused_steps_aside(text: str) -> None:
 
 def mutations(text: str, rng: random.Random) -> list[str]:
     """The accepted documents with a character changed, inserted or removed, anywhere."""
-    alphabet = " :-#'\"{}[]&*!|>\n\tab01.~=,%@"
+    alphabet = " :-#'\"{}[]&*!|>\n\tab01.~=,%@xXeE_+"
     found = []
     for _ in range(400):
         at = rng.randrange(len(text) + 1)

@@ -20,6 +20,10 @@ import re
 #: token (no ``#``, no ``: ``, no space); bool and null words are refused below
 _PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./+=:@\[\]-]*")
 #: YAML 1.1's booleans and nulls among letter-first words (PyYAML's resolver)
+#: a plain scalar that starts with a digit is a string when it holds a letter and no ``.``,
+#: ``:``, ``-``, ``+`` or ``_`` (no YAML 1.1 number, sexagesimal or timestamp can be written so)
+#: and is no ``0x``/``0b`` literal: a hex token like ``09fe9b48…``
+_DIGIT_FIRST = re.compile(r"(?![0][xXbBoO])[0-9][0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*")
 _WORDS = ("yes", "no", "true", "false", "on", "off", "null")
 _NOT_STRINGS = frozenset(
     form for word in _WORDS for form in (word, word.capitalize(), word.upper())
@@ -177,5 +181,7 @@ def _scalar(text: str) -> object:
     if len(text) >= 2 and text[0] == text[-1] == "'" and "'" not in text[1:-1]:
         return text[1:-1]
     if _PLAIN.fullmatch(text) and text not in _NOT_STRINGS and not text.endswith(":"):
+        return text
+    if _DIGIT_FIRST.fullmatch(text):
         return text
     raise _NotPlain
