@@ -516,3 +516,31 @@ def test_https_and_other_kinds_do_not_share_a_context_httpcore_changes(pki: Pki)
     amqps = AmqpCheck(parse_target(f"amqps://127.0.0.1:1#cacert={pki.ca_file}"))
     assert https.https_context() is not amqps.tls_context
     assert https.https_context() is https.https_context()  # one, shared by every https target
+
+
+def test_targets_that_will_not_fit_are_left_to_the_runner_at_once(pki: Pki) -> None:
+    """The first attempts show the pace: 100 TLS targets at 20 ms each would not fit in the
+    quick budget, so the quick path stops after the first, not at the end of its budget."""
+    from waitfor.core import first_attempt as quickstart
+
+    def slow(tls: ssl.SSLSocket) -> None:
+        time.sleep(0.02)
+        tls.sendall(OK)
+
+    with tls_peer(pki.context(), slow) as (port, _):
+        targets = [
+            parse_target(f"https://127.0.0.1:{port}/{i}#cacert={pki.ca_file}") for i in range(100)
+        ]
+        started = time.monotonic()
+        events: list[Any] = []
+        assert (
+            quickstart.all_ready_now(targets, started=started, budget=5, emit=events.append) is None
+        )
+        assert time.monotonic() - started < quickstart.QUICK_BUDGET / 2
+        assert events == []
+        few = targets[:3]
+        results = quickstart.all_ready_now(
+            few, started=time.monotonic(), budget=5, emit=events.append
+        )
+        assert results is not None
+        assert all(r.ready for r in results)
