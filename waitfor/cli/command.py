@@ -41,6 +41,7 @@ from waitfor.cli.signals import (
     exiting,
     ignore_interrupts,
     install,
+    install_for_a_call,
     interrupt,
     pending,
     raise_pending,
@@ -220,9 +221,18 @@ def exec_command(command: Sequence[str]) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The command, ending in SystemExit. Called as a function, it leaves the signal handlers
+    and ``sys.unraisablehook`` as it found them."""
     # Installed first thing (by waitfor.cli.entry, before this module was imported, for the
     # command): as PID 1 in a container, a signal without a handler is ignored.
-    install()
+    restore = install_for_a_call()
+    try:
+        _main(argv)
+    finally:
+        restore()
+
+
+def _main(argv: Sequence[str] | None) -> NoReturn:
     termination.current = termination.TerminationLog()  # until the options are read
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
