@@ -116,35 +116,26 @@ async def run(
     return _results(states, run.elapsed())
 
 
+@dataclass(kw_only=True)
 class _Run:
     """One wait's clock and settings, and what each target's task does with them: the attempt
     loop (:meth:`await_target`, one attempt in :meth:`attempt`), the stable window
     (:meth:`holding`), and what is said when the deadline ends the wait (:meth:`timed_out`)."""
 
-    def __init__(
-        self,
-        *,
-        timeout: float | None,
-        attempt_timeout: float,
-        backoff: Backoff,
-        invert: bool,
-        emit: EventHandler,
-        rng: random.Random,
-        spent: float,
-        once: bool,
-        stable: float,
-    ) -> None:
+    timeout: float | None
+    attempt_timeout: float
+    backoff: Backoff
+    invert: bool
+    emit: EventHandler
+    rng: random.Random
+    spent: float  # before the event loop ran: counted against the deadline
+    once: bool
+    stable: float
+
+    def __post_init__(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self.start = self.loop.time() - spent
-        self.timeout = timeout
-        self.deadline = None if timeout is None else self.start + timeout
-        self.attempt_timeout = attempt_timeout
-        self.backoff = backoff
-        self.invert = invert
-        self.emit = emit
-        self.rng = rng
-        self.once = once
-        self.stable = stable
+        self.start = self.loop.time() - self.spent
+        self.deadline = None if self.timeout is None else self.start + self.timeout
 
     def elapsed(self) -> float:
         return self.loop.time() - self.start
