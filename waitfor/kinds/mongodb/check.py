@@ -61,7 +61,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
     OPTION_NAMES = frozenset({"primary"}) | tls.OPTION_NAMES
     USAGE = (
         ("mongodb://[USER:PASSWORD@]HOST[:PORT][,...][/DB][?OPTIONS]", "hello answers ok:1"),
-        ("mongodb+srv://HOST/#primary", "SRV seeds; a writable primary answers"),
+        ("mongodb+srv://HOST/#primary", "servers from SRV records; a writable primary answers"),
     )
 
     @classmethod
