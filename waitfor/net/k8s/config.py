@@ -571,7 +571,10 @@ def _token_subject(token: str) -> str | None:
     return None
 
 
+#: contexts made, the most recently used last; at most CONTEXTS_KEPT (an exec plugin's
+#: rotating client certificates make a new one each time)
 _CONTEXTS: dict[tuple[str | None, bool, str | None, str | None], ssl.SSLContext] = {}
+CONTEXTS_KEPT = 8
 
 
 def tls_context(
@@ -587,8 +590,9 @@ def tls_context(
     ``pair_from`` names the exec plugin that gave the certificate and key: if they do not load,
     that is not ready (CredentialError, the plugin may do better), not a configuration error."""
     key = (ca_pem, insecure, cert_pem, key_pem)
-    cached = _CONTEXTS.get(key)
+    cached = _CONTEXTS.pop(key, None)
     if cached is not None:
+        _CONTEXTS[key] = cached  # the most recently used, last
         return cached
     if insecure:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -610,6 +614,8 @@ def tls_context(
             raise CredentialError(
                 f"{pair_from}: client certificate / key are not a usable PEM pair"
             ) from None
+    while len(_CONTEXTS) >= CONTEXTS_KEPT:
+        del _CONTEXTS[next(iter(_CONTEXTS))]  # the least recently used
     _CONTEXTS[key] = context
     return context
 
