@@ -107,13 +107,18 @@ class KafkaCheck(ConversationCheck[KafkaOptions]):
         )
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        if self.tls_from_start:
-            return None  # TLS is the runner's: the first attempt stays free of ssl
         from waitfor.net.conversation import first_attempt
 
         return seeds.first_ready_now(
             self.seeds,
-            lambda seed, share: first_attempt(seed, self.conversation(), share, (ProtocolError,)),
+            lambda seed, share: first_attempt(
+                seed,
+                self.conversation(),
+                share,
+                (ProtocolError,),
+                tls=self.make_tls_context,
+                tls_from_start=self.tls_from_start,
+            ),
             deadline,
         )
 
