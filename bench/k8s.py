@@ -256,7 +256,7 @@ def many_waiters(
     )
     for shell in shells:
         stop(shell)
-    pod = _bound_pod_of(plane, jobs, name)
+    pod = _bound_pod(plane, jobs, name)
     plane.set_pod_status(namespace, pod, phase="Succeeded")
     changed = time.monotonic()
     exits = []
@@ -267,18 +267,6 @@ def many_waiters(
             raise RuntimeError(f"a waiter exited {process.returncode}")
     result["slowest_exit_after_change_s"] = max(exits)
     return result
-
-
-def _bound_pod_of(plane: lab.ControlPlane, jobs: str, name: str) -> str:
-    namespace = jobs.split("/")[5]
-    plane.create_node()
-    uid = plane.api.get(f"{jobs}/{name}")["metadata"]["uid"]
-    pods = lab.wait_until(
-        "the Job's pod", lambda: plane.pods(namespace, f"controller-uid={uid}") or None
-    )
-    pod: str = pods[0]["metadata"]["name"]
-    plane.bind_pod(namespace, pod)
-    return pod
 
 
 @contextlib.contextmanager
@@ -313,13 +301,13 @@ def _create_job(plane: lab.ControlPlane, jobs: str) -> None:
     )
 
 
-def _bound_pod(plane: lab.ControlPlane, jobs: str) -> str:
+def _bound_pod(plane: lab.ControlPlane, jobs: str, job: str = JOB) -> str:
     """The Job's pod, once its controller made it, bound to the lab's node (as a scheduler
     would): what is left for the trial is the kubelet's report that it succeeded."""
     namespace = jobs.split("/")[5]
     plane.create_node()
     # this Job's pod, not the previous one's (deleted in the background, same job-name label)
-    uid = plane.api.get(f"{jobs}/{JOB}")["metadata"]["uid"]
+    uid = plane.api.get(f"{jobs}/{job}")["metadata"]["uid"]
     pods = lab.wait_until(
         "the Job's pod", lambda: plane.pods(namespace, f"controller-uid={uid}") or None
     )
