@@ -12,7 +12,7 @@ from hypothesis import settings
 from tests import mysqld
 from tests.dnsserver import DnsServer
 from tests.pg import Cluster, make_template
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 
 # CI explores the same examples every run (a red CI must be reproducible); local runs roam.
 settings.register_profile("ci", derandomize=True)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import FAST
 from tests.fakes import BEHAVIOURS, FakeCheck, fake_kind
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import Target
 from waitfor.errors import CheckFailed, WaitTimeout

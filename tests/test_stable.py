@@ -24,7 +24,7 @@ from tests.fakes import BEHAVIOURS, fake_kind
 from tests.pg import Cluster
 from tests.servers import Script, free_port, http_server, tcp_listener
 from waitfor import api
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import Target, parse_target
 from waitfor.errors import TargetError, WaitTimeout

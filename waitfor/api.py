@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from waitfor.core.backoff import MIN_DELAY, Backoff
+from waitfor.base.backoff import MIN_DELAY, Backoff
 from waitfor.core.durations import MAX_SECONDS, parse_duration
 from waitfor.core.events import Event, EventHandler, TargetResult
 from waitfor.core.targets import Target, parse_target

@@ -74,8 +74,9 @@ Also here, for kinds: the conversation template (:class:`ConversationCheck`, its
 :data:`MASK`, :func:`is_secret_name`, and the modules ``urls``, ``redaction``, ``sanitize``),
 RE2 patterns (:class:`Pattern`, :func:`compile_pattern`) and JSON expectations
 (:class:`JsonExpectation`, the module ``jsonexpect``), and :class:`KindError` (what a
-third-party kind that cannot be loaded is reported as). Those a cold start does not need are
-imported on first use.
+third-party kind that cannot be loaded is reported as), and :class:`Backoff` (the runner's
+capped exponential delays, for a kind that paces requests of its own between attempts). Those a
+cold start does not need are imported on first use.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waitfor.base import redaction, sanitize, urls
+from waitfor.base.backoff import Backoff
 from waitfor.base.deadline import Deadline
 from waitfor.base.options import OptionPairs, Options, choice, flag, reject_unknown, single
 from waitfor.base.outcome import Outcome
@@ -119,6 +121,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MASK",
     "Address",
+    "Backoff",
     "Check",
     "ConnectError",
     "ConversationCheck",

@@ -12,7 +12,7 @@ import pytest
 
 from tests.dnsserver import DnsServer
 from tests.servers import free_port
-from waitfor.core.backoff import IMMEDIATE
+from waitfor.base.backoff import IMMEDIATE
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import parse_target
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from waitfor.base import sanitize
+from waitfor.base.backoff import Backoff
 from waitfor.base.deadline import Deadline
 from waitfor.base.outcome import Outcome
-from waitfor.core.backoff import Backoff
 from waitfor.core.check import Check
 from waitfor.core.events import Event, EventHandler, EventType, TargetResult
 from waitfor.core.registry import check_class
