@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import logging
 
     from waitfor.cli.report import Reporter
+    from waitfor.core.check import Check
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
@@ -82,6 +83,9 @@ class Wait:
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
         #: left without an answer is continued by the runner's first, and counted as one
         self.quick: list[float] = []
+        self.quick_checks: list[
+            Check[Any]
+        ] = []  # the checks those attempts asked: the runner's too
 
     def ready_now(self) -> list[TargetResult] | None:
         """Every target's result if a first, synchronous attempt finds them all ready, else None.
@@ -99,7 +103,12 @@ class Wait:
             return None  # "ready now" is not stable yet; --any reports as the runner does
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
         results = quickstart.all_ready_now(
-            self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
+            self.targets,
+            started=started,
+            budget=budget,
+            emit=self._emit,
+            began_at=self.quick,
+            made=self.quick_checks,
         )
         self.spent = time.monotonic() - started
         if results is not None and self.reporter is not None:
@@ -123,6 +132,7 @@ class Wait:
                 on_event=self._emit,
                 spent=self.spent,
                 first_began=self.quick,
+                first_checks=self.quick_checks,
                 once=self.once,
                 stable=self.stable,
                 any_ready=self.any_ready,

@@ -57,6 +57,7 @@ async def run(
     rng: random.Random | None = None,
     spent: float = 0.0,
     first_began: Sequence[float] = (),
+    first_checks: Sequence[Check[Any]] = (),
     once: bool = False,
     stable: float = 0.0,
     any_ready: bool = False,
@@ -70,7 +71,8 @@ async def run(
     attempt, :mod:`waitfor.core.first_attempt`): it counts against the deadline and in elapsed
     times.
     ``first_began[i]``: when (after the start) target i's synchronous attempt began; its first
-    attempt here continues that one and is timed from there.
+    attempt here continues that one and is timed from there; ``first_checks[i]``, the check that
+    attempt asked, is target i's here too.
 
     ``stable``: seconds a target must keep answering ready (every attempt, probed at the
     backoff's cap meanwhile) before it counts; a failure starts the window again. A target's
@@ -89,7 +91,7 @@ async def run(
         stable=stable,
     )
     states = [_State(target) for target in targets]
-    checks = [check_class(target.scheme)(target) for target in targets]
+    checks = [*first_checks, *[check_class(t.scheme)(t) for t in targets[len(first_checks) :]]]
     for check in checks:
         check.inverted = invert
     quick = [*first_began, *[None] * (len(states) - len(first_began))]
