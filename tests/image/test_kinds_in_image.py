@@ -260,7 +260,7 @@ def _kafka(s: Servers) -> list[str]:
 
 def _mongodb(s: Servers) -> list[str]:
     """mockupdb (the stand-in for mongod) answering hello; TLS through a terminator."""
-    from tests.kinds.test_mongodb import Server
+    from tests.kinds.mongodb.test_mongodb import Server
 
     server = Server()
     s.stack.callback(server.mock.stop)

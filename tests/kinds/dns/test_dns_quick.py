@@ -25,9 +25,9 @@ import dns.rcode
 import dns.rrset
 import pytest
 
+from tests.core.test_quickstart import normalized, run_cli
 from tests.dnsserver import DnsServer, UdpResponder, next_address, servfail
 from tests.reliability.silent_nameserver import silent_nameserver, unavailable_reason
-from tests.test_quickstart import normalized, run_cli
 from waitfor import parse_target
 from waitfor.base.deadline import Deadline
 from waitfor.core import first_attempt as quickstart

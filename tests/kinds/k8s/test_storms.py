@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.k8s.test_hostile import (
+from tests.kinds.k8s.test_hostile import (
     BATCH,
     CORE,
     GROUPS,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.k8s.test_hostile import (
+from tests.kinds.k8s.test_hostile import (
     TOKEN,
     WAITFOR,
     api_server,

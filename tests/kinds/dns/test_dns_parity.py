@@ -48,7 +48,7 @@ _BIND = (
 _PROBE = """
 import asyncio, json, sys
 import pytest
-from tests.test_quickstart import normalized, run_cli
+from tests.core.test_quickstart import normalized, run_cli
 from waitfor.base.deadline import Deadline
 from waitfor import parse_target
 from waitfor.kinds.dns.check import DnsCheck

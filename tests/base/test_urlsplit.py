@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from waitfor.base import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ORACLE_PYTHON = "/usr/bin/python3"  # Debian's, as in the image (scripts/test installs it)
 FIELDS = ("scheme", "netloc", "path", "query", "fragment", "username", "password", "hostname")
 ORACLE = f"""

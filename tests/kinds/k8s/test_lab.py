@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.k8s import lab
-from tests.k8s.lab import ControlPlane, condition, wait_until
+from tests.kinds.k8s import lab
+from tests.kinds.k8s.lab import ControlPlane, condition, wait_until
 
 
 def container() -> dict[str, Any]:

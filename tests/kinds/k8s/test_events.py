@@ -1,5 +1,5 @@
-"""--events against the real control plane (tests/k8s/lab.py): Events on the pod, read back the
-way `kubectl describe pod` finds them (involvedObject name, namespace, kind and uid)."""
+"""--events against the real control plane (tests/kinds/k8s/lab.py): Events on the pod, read back
+the way `kubectl describe pod` finds them (involvedObject name, namespace, kind and uid)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.k8s import test_hostile as hostile
-from tests.k8s.lab import ControlPlane
+from tests.kinds.k8s import test_hostile as hostile
+from tests.kinds.k8s.lab import ControlPlane
 from tests.servers import free_port, tcp_listener
 from waitfor.cli import podevents
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces/{}"
 
 

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import trustme
 
-from tests.k8s.test_hostile import BATCH, CORE, GROUPS, LIST, TOKEN, read_head
+from tests.kinds.k8s.test_hostile import BATCH, CORE, GROUPS, LIST, TOKEN, read_head
 from tests.peakrss import peak_rss_kib
 
 WAITFOR = [sys.executable, "-m", "waitfor"]

@@ -116,7 +116,7 @@ TARGETS = st.lists(
             # the machine's MariaDB: alive for a ping whether the login is accepted or refused
             "mysql://root@127.0.0.1:3306",
             "mariadb://nosuchuser@localhost:3306/nodb",
-            "dns:localhost",  # /etc/hosts (nameservers: tests/kinds/test_dns_quick.py)
+            "dns:localhost",  # /etc/hosts (nameservers: tests/kinds/dns/test_dns_quick.py)
             "dns:127.0.0.1#min=1",
         ]
     ),

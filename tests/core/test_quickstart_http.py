@@ -1,6 +1,6 @@
 """HTTP's quick first attempt through the command line: exactly what the runner gives.
 
-As tests/test_quickstart.py: generated command lines over http:// and http+unix:// targets with
+As tests/core/test_quickstart.py: generated command lines over http:// and http+unix:// targets with
 every option, run in this process with the quick path on and off; exit code, command exec'd and
 every line (timings aside) must be the same. Targets marked quick must be answered by the quick
 path (else "the same" would hold trivially); the others (hostile answers httpx accepts, URLs it
@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.core.test_quickstart import OPTIONS, assert_ready_as_the_runner
 from tests.servers import Script, answering_peer, http_server, tcp_listener, unix_http_server
-from tests.test_quickstart import OPTIONS, assert_ready_as_the_runner
 from waitfor.core import first_attempt as quickstart
 from waitfor.core.events import TargetResult
 
