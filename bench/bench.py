@@ -34,8 +34,8 @@ from bench.scenarios import (
     run_measured,
     under_callgrind,
 )
-from tests.grpcserver import grpc_server
-from tests.servers import (
+from tests.support.grpcserver import grpc_server
+from tests.support.servers import (
     Script,
     free_port,
     free_ports,

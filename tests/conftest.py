@@ -9,18 +9,14 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests import mysqld
-from tests.dnsserver import DnsServer
-from tests.pg import Cluster, make_template
-from waitfor.core.backoff import Backoff
+from tests.support import mysqld
+from tests.support.dnsserver import DnsServer
+from tests.support.pg import Cluster, make_template
 
 # CI explores the same examples every run (a red CI must be reproducible); local runs roam.
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-
-#: quick retries for tests whose point is not the waiting itself
-FAST = Backoff(initial=0.01, maximum=0.05)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import free_port, tcp_listener
+from tests.support.servers import free_port, tcp_listener
 from waitfor import (
     Target,
     TargetError,
@@ -245,7 +245,7 @@ def test_logging_at_info_stays_quiet_while_an_http_target_is_down() -> None:
     server answering 503) logs a few waitfor lines, not one per attempt, and none of httpx's
     per-request lines for waitfor's own requests; the application's own httpx requests
     still log as the application configured them."""
-    from tests.servers import Script, http_server
+    from tests.support.servers import Script, http_server
 
     with http_server(Script(status=503, body=b"down")) as (url, script):
         program = (

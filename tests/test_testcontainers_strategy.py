@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import free_port, tcp_listener
+from tests.support.fast import FAST
+from tests.support.servers import free_port, tcp_listener
 from waitfor.testcontainers import ContainerExited, WaitforStrategy
 
 

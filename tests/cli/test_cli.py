@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.servers import Script, banner_server, free_port, http_server, tcp_listener
+from tests.support.servers import Script, banner_server, free_port, http_server, tcp_listener
 from waitfor import api
 from waitfor.cli import command as cli
 from waitfor.cli import reading

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import free_port, http_server
+from tests.support.servers import free_port, http_server
 from waitfor.cli import command as cli
 from waitfor.cli import termination
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import free_port, http_server, scripted_peer, tcp_listener
+from tests.support.servers import free_port, http_server, scripted_peer, tcp_listener
 from waitfor import api
 from waitfor.errors import UsageError, WaitTimeout
 

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.redisd import Memcached, RedisServer
-from tests.servers import free_port, server_factory, tcp_listener, unix_http_server
+from tests.support.redisd import Memcached, RedisServer
+from tests.support.servers import free_port, server_factory, tcp_listener, unix_http_server
 from waitfor import WaitTimeout, wait_for
 from waitfor.cli import command as cli
 from waitfor.core import first_attempt as quickstart

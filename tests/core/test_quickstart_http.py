@@ -24,7 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.core.test_quickstart import OPTIONS, assert_ready_as_the_runner
-from tests.servers import Script, answering_peer, http_server, tcp_listener, unix_http_server
+from tests.support.servers import (
+    Script,
+    answering_peer,
+    http_server,
+    tcp_listener,
+    unix_http_server,
+)
 from waitfor.core import first_attempt as quickstart
 from waitfor.core.events import TargetResult
 
@@ -63,7 +69,7 @@ def servers() -> Iterator[dict[str, Any]]:
 
 
 def free_tcp(stack: ExitStack) -> int:
-    from tests.servers import free_port
+    from tests.support.servers import free_port
 
     port = free_port()
     stack.enter_context(tcp_listener(port))

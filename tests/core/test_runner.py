@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.conftest import FAST
-from tests.fakes import BEHAVIOURS, FakeCheck, fake_kind
+from tests.support.fakes import BEHAVIOURS, FakeCheck, fake_kind
+from tests.support.fast import FAST
 from waitfor.core.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import Target

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.conftest import FAST
-from tests.fakes import BEHAVIOURS, fake_kind
-from tests.pg import Cluster
-from tests.servers import Script, free_port, http_server, tcp_listener
+from tests.support.fakes import BEHAVIOURS, fake_kind
+from tests.support.fast import FAST
+from tests.support.pg import Cluster
+from tests.support.servers import Script, free_port, http_server, tcp_listener
 from waitfor import api
 from waitfor.core.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run

@@ -2,13 +2,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
-
+from tests.support.podman import ENV, ROOT
 
 #: A new machine's first image test builds its image (debootstrap, minutes); the compose test its
 #: services' image: their fixtures' time counts against the test's timeout, the suite's 120 s.
@@ -19,23 +16,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/image/" in item.nodeid and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT))
-
-
-def podman(
-    *args: str, timeout: float = 120, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["podman", *args], capture_output=True, text=True, timeout=timeout, env=ENV
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)} failed:\n{result.stderr}")
-    return result
-
-
-def podman_popen(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        ["podman", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
-    )
 
 
 @pytest.fixture(scope="session")

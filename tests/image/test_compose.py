@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.image.conftest import ENV, ROOT, podman
+from tests.support.podman import ENV, ROOT, podman
 
 COMPOSE = ROOT / "examples" / "compose.yaml"
 BASE = "localhost/waitfor-base:bookworm"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.image.conftest import ENV, ROOT, podman
+from tests.support.podman import ENV, ROOT, podman
 
 testcontainers = pytest.importorskip(
     "testcontainers", reason="pip install 'waitfor[testcontainers]'"

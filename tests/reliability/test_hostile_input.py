@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reliability.conftest import SUMMARY
-from tests.servers import (
+from tests.support.servers import (
     Script,
     free_port,
     http_server,

@@ -23,7 +23,7 @@ import dns.message
 import dns.rrset
 import pytest
 
-from tests.dnsserver import DnsServer, UdpResponder, next_address, servfail
+from tests.support.dnsserver import DnsServer, UdpResponder, next_address, servfail
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("getent") is None,

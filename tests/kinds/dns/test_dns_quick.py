@@ -26,8 +26,8 @@ import dns.rrset
 import pytest
 
 from tests.core.test_quickstart import normalized, run_cli
-from tests.dnsserver import DnsServer, UdpResponder, next_address, servfail
-from tests.reliability.silent_nameserver import silent_nameserver, unavailable_reason
+from tests.support.dnsserver import DnsServer, UdpResponder, next_address, servfail
+from tests.support.silent_nameserver import silent_nameserver, unavailable_reason
 from waitfor import parse_target
 from waitfor.base.deadline import Deadline
 from waitfor.core import first_attempt as quickstart

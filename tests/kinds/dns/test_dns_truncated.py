@@ -19,8 +19,8 @@ from pathlib import Path
 import dns.message
 import pytest
 
-from tests.attempts import probe
-from tests.dnsserver import UdpResponder, next_address
+from tests.support.attempts import probe
+from tests.support.dnsserver import UdpResponder, next_address
 
 
 def truncated(query: dns.message.Message) -> bytes:

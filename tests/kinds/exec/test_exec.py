@@ -11,16 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST
+from tests.support.fast import FAST
+from tests.support.targets import refusals
+from tests.support.waiting import reason
 from waitfor import WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
-from waitfor.errors import TargetError
-
-
-def reason(target: str, timeout: float = 0.4, attempt_timeout: float = 5.0) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=timeout, attempt_timeout=attempt_timeout, backoff=FAST)
-    return info.value.results[0].reason
 
 
 def alive(pid: int) -> bool:
@@ -226,17 +221,13 @@ def test_secret_looking_words_are_hidden(text: str, display: str, secret: str) -
     assert secret in target.secrets
 
 
-@pytest.mark.parametrize(
-    ("text", "error"),
+test_bad_targets = refusals(
     [
         ("exec:", "missing command"),
         ("exec:  ", "missing command"),
         ("exec:sh -c 'x", "no closing quotation"),
-    ],
+    ]
 )
-def test_bad_targets(text: str, error: str) -> None:
-    with pytest.raises(TargetError, match=error):
-        parse_target(text)
 
 
 def test_an_unclosed_quote_in_waitfor_targets_is_a_usage_error() -> None:

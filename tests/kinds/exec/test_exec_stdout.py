@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST
-from waitfor import WaitTimeout, wait_for
+from tests.support.fast import FAST
+from tests.support.waiting import reason as reason_of
+from waitfor import wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.5, backoff=FAST)
-    return info.value.results[0].reason
+reason = functools.partial(reason_of, timeout=0.5)
 
 
 def test_exit_0_and_matching_stdout_is_ready() -> None:

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.conftest import FAST
-from tests.peakrss import peak_rss_kib
-from tests.servers import Script, http_answer, http_server, raw_http_server
+from tests.support.fast import FAST
+from tests.support.peakrss import peak_rss_kib
+from tests.support.servers import Script, http_answer, http_server, raw_http_server
 from waitfor import WaitTimeout, wait_for
 from waitfor.base.patterns import compile_pattern
 from waitfor.kinds.http.check import BODY_LIMIT

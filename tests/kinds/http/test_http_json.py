@@ -9,9 +9,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import Script, http_server
-from waitfor import WaitTimeout, wait_for
+from tests.support.fast import FAST
+from tests.support.servers import Script, http_server
+from tests.support.waiting import reason
+from waitfor import wait_for
 from waitfor.base.jsonexpect import parse_expectation, parse_values, same
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
@@ -24,12 +25,6 @@ SPRING_DOWN = {
     },
 }
 SPRING_UP = {"status": "UP", "components": {"db": {"status": "UP"}, "ping": {"status": "UP"}}}
-
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.4, backoff=FAST)
-    return info.value.results[0].reason
 
 
 def body(document: object) -> bytes:

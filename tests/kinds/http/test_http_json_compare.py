@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import Script, http_server
-from waitfor import WaitTimeout, wait_for
+from tests.support.fast import FAST
+from tests.support.servers import Script, http_server
+from tests.support.waiting import reason
+from waitfor import wait_for
 from waitfor.base.jsonexpect import parse_expectation, unmet
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
@@ -20,12 +21,6 @@ from waitfor.errors import TargetError
 
 def health(nodes: object, status: str = "green") -> bytes:
     return json.dumps({"cluster_name": "es", "status": status, "number_of_nodes": nodes}).encode()
-
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.4, backoff=FAST)
-    return info.value.results[0].reason
 
 
 def test_elasticsearch_waits_for_three_nodes_as_they_join() -> None:

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.servers import answering_peer as peer
-from tests.servers import read_request
+from tests.support.servers import answering_peer as peer
+from tests.support.servers import read_request
 from waitfor.base.deadline import Deadline
 from waitfor.core.targets import parse_target
 from waitfor.kind import Outcome

@@ -9,17 +9,12 @@ import threading
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import Script, http_answer, http_server, raw_http_server
-from waitfor import WaitTimeout, wait_for
+from tests.support.fast import FAST
+from tests.support.servers import Script, http_answer, http_server, raw_http_server
+from tests.support.waiting import reason
+from waitfor import wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
-
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.4, backoff=FAST)
-    return info.value.results[0].reason
 
 
 def test_expect_header_present_then_matching() -> None:

@@ -9,21 +9,16 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import Script, unix_http_server
-from waitfor import WaitTimeout, wait_for
+from tests.support.fast import FAST
+from tests.support.servers import Script, unix_http_server
+from tests.support.waiting import reason
+from waitfor import wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 
 
 def address(path: Path, rest: str = "/healthz") -> str:
     return f"http+unix://{quote(str(path), safe='')}{rest}"
-
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.4, backoff=FAST)
-    return info.value.results[0].reason
 
 
 def test_status_path_query_and_headers_reach_the_socket(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.kinds.k8s import lab
+from tests.support import lab
 
 _names = itertools.count()
 

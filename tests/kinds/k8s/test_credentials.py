@@ -23,7 +23,7 @@ from tests.kinds.k8s.test_hostile import (
     plugin_user,
     waitfor,
 )
-from tests.peakrss import peak_rss_kib
+from tests.support.peakrss import peak_rss_kib
 
 #: tokens no header can carry: a line break, DEL, a control character, non-ASCII, a space
 BAD_TOKENS = {

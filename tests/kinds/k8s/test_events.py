@@ -1,4 +1,4 @@
-"""--events against the real control plane (tests/kinds/k8s/lab.py): Events on the pod, read back
+"""--events against the real control plane (tests/support/lab.py): Events on the pod, read back
 the way `kubectl describe pod` finds them (involvedObject name, namespace, kind and uid)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.kinds.k8s import test_hostile as hostile
-from tests.kinds.k8s.lab import ControlPlane
-from tests.servers import free_port, tcp_listener
+from tests.support.lab import ControlPlane
+from tests.support.servers import free_port, tcp_listener
 from waitfor.cli import podevents
 
 Json = dict[str, Any]

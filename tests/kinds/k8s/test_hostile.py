@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.servers import scripted_peer
+from tests.support.servers import scripted_peer
 
 WAITFOR = [sys.executable, "-m", "waitfor"]
 TOKEN = "S3cr3tT0ken-k8s-hostile-9f1e"

@@ -25,7 +25,7 @@ import pytest
 import trustme
 
 from tests.kinds.k8s.test_hostile import BATCH, CORE, GROUPS, LIST, TOKEN, read_head
-from tests.peakrss import peak_rss_kib
+from tests.support.peakrss import peak_rss_kib
 
 WAITFOR = [sys.executable, "-m", "waitfor"]
 

@@ -1,4 +1,4 @@
-"""The k8s: kind against the real control plane (tests/kinds/k8s/lab.py), through the real CLI.
+"""The k8s: kind against the real control plane (tests/support/lab.py), through the real CLI.
 
 Every wait starts before the object is there or ready; the lab then plays kubelet and the real
 controllers turn that into Job, rollout and EndpointSlice status. `kubectl wait` (Debian's, from
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.kinds.k8s import lab
-from tests.kinds.k8s.lab import ControlPlane
+from tests.support import lab
+from tests.support.lab import ControlPlane
 
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.kinds.k8s import lab
-from tests.kinds.k8s.lab import ControlPlane
 from tests.kinds.k8s.test_kind import WAITFOR, Json, env_for, run, template
+from tests.support import lab
+from tests.support.lab import ControlPlane
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.kinds.k8s import lab
-from tests.kinds.k8s.lab import ControlPlane, condition, wait_until
+from tests.support import lab
+from tests.support.lab import ControlPlane, condition, wait_until
 
 
 def container() -> dict[str, Any]:

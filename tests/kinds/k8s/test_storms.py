@@ -29,7 +29,7 @@ from tests.kinds.k8s.test_hostile import (
     stream_head,
     waitfor,
 )
-from tests.servers import scripted_peer
+from tests.support.servers import scripted_peer
 
 Answer = Callable[[socket.socket, str, dict[str, list[str]]], bool]  # True: answered
 

@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.attempts import assert_first_attempt_as_runner, probe
-from tests.conftest import FAST
-from tests.kafkamock import MockCluster, mock_cluster
-from tests.servers import scripted_peer
-from waitfor import TargetError, parse_target, wait_for
+from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.fast import FAST
+from tests.support.kafkamock import MockCluster, mock_cluster
+from tests.support.servers import scripted_peer
+from tests.support.targets import refusals
+from waitfor import parse_target, wait_for
 from waitfor.kind import Outcome
 from waitfor.kinds.kafka import scram, wire
 
@@ -74,8 +75,7 @@ def test_address(url: str, shown: str, seeds: str) -> None:
         assert "s3cr" not in str(target)
 
 
-@pytest.mark.parametrize(
-    ("url", "message"),
+test_bad_targets_are_refused = refusals(
     [
         ("kafka://a/topic", "kafka targets are"),
         ("kafka://a?x=1", "kafka targets are"),
@@ -87,11 +87,8 @@ def test_address(url: str, shown: str, seeds: str) -> None:
         ("kafka://a#topic=no/slash", "invalid topic name"),
         ("kafka://a#sasl=gssapi", "sasl must be"),
         ("kafka+ssl://a#cacert=/nonexistent", "does not exist"),
-    ],
+    ]
 )
-def test_bad_targets_are_refused(url: str, message: str) -> None:
-    with pytest.raises(TargetError, match=message):
-        parse_target(url)
 
 
 def test_ready_agrees_with_confluent_kafka(cluster: MockCluster) -> None:

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.attempts import assert_first_attempt_as_runner
-from tests.brokers import MOSQUITTO_PORT, Mosquitto, have
-from tests.conftest import FAST
-from tests.servers import listening, scripted_peer, server_factory
-from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from tests.support.attempts import assert_first_attempt_as_runner
+from tests.support.brokers import MOSQUITTO_PORT, Mosquitto, have
+from tests.support.fast import FAST
+from tests.support.servers import listening, scripted_peer, server_factory
+from tests.support.targets import refusals
+from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.mqtt.check import MqttCheck
 
@@ -59,18 +60,14 @@ def test_address(url: str, port: int, user: str | None, password: str | None, sh
     assert str(target) == shown
 
 
-@pytest.mark.parametrize(
-    ("url", "message"),
+test_bad_addresses_are_refused = refusals(
     [
         ("mqtt://broker/topic", "mqtt targets are mqtt://"),
         ("mqtt://broker?x=1", "mqtt targets are mqtt://"),
         ("mqtt://broker#mode=query", "mode must be login or ping"),
         ("mqtts://broker#cacert=/nonexistent", "does not exist"),
-    ],
+    ]
 )
-def test_bad_addresses_are_refused(url: str, message: str) -> None:
-    with pytest.raises(TargetError, match=message):
-        parse_target(url)
 
 
 @pytest.mark.skipif(not listening(MOSQUITTO_PORT), reason="no Mosquitto on 1883")

@@ -1,6 +1,6 @@
 """MySQL/MariaDB checks against real servers, with ``mysqladmin ping`` as the oracle for ping mode.
 
-Each test starts its own MariaDB (tests/mysqld.py) except the steady-state row against the
+Each test starts its own MariaDB (tests/support/mysqld.py) except the steady-state row against the
 machine's shared server, which is only pinged.
 """
 
@@ -25,9 +25,9 @@ import pymysql
 import pytest
 import trustme
 
-from tests.attempts import assert_first_attempt_as_runner, probe
-from tests.mysqld import MariaDB
-from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
+from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.mysqld import MariaDB
+from tests.support.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.attempts import assert_first_attempt_as_runner
-from tests.brokers import NATS_PORT, NatsServer, have
-from tests.conftest import FAST
-from tests.servers import listening, scripted_peer, server_factory
-from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from tests.support.attempts import assert_first_attempt_as_runner
+from tests.support.brokers import NATS_PORT, NatsServer, have
+from tests.support.fast import FAST
+from tests.support.servers import listening, scripted_peer, server_factory
+from tests.support.targets import refusals
+from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.nats.check import NatsCheck
 
@@ -52,18 +53,14 @@ def test_address(url: str, port: int, params: dict[str, str], shown: str | None)
     assert str(target) == (shown or "nats://app:***@bus:4222")
 
 
-@pytest.mark.parametrize(
-    ("url", "message"),
+test_bad_addresses_are_refused = refusals(
     [
         ("nats://bus/subject", "nats targets are nats://"),
         ("nats://a:1,b:2", "one server per target"),
         ("nats://bus#jetstream&mode=ping", "jetstream needs mode=login"),
         ("nats://bus#jetstream=maybe", "takes true or false"),
-    ],
+    ]
 )
-def test_bad_addresses_are_refused(url: str, message: str) -> None:
-    with pytest.raises(TargetError, match=message):
-        parse_target(url)
 
 
 @shared

@@ -20,8 +20,8 @@ import psycopg
 import pytest
 import trustme
 
-from tests.pg import Cluster
-from tests.servers import Script, banner_server, free_port, http_server, scripted_peer
+from tests.support.pg import Cluster
+from tests.support.servers import Script, banner_server, free_port, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.postgres.ping import ping, tls_context

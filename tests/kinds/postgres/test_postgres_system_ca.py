@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.pg import Cluster
+from tests.support.pg import Cluster
 
 SYSTEM_CAFILE = ssl.get_default_verify_paths().cafile
 

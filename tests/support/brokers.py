@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.servers import ServerProcess, free_port, listening, scripted_peer
+from tests.support.servers import ServerProcess, free_port, listening, scripted_peer
 
 RABBITMQ_PORT, MOSQUITTO_PORT, NATS_PORT = 5672, 1883, 4222
 

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.servers import free_port
+from tests.support.servers import free_port
 
 
 def bindir() -> Path:

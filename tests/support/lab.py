@@ -33,9 +33,9 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.servers import free_ports
+from tests.support.servers import free_ports
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "scripts" / "k8s-lab-build"
 VERSION = "1.20.2"
 CACHE = Path(os.environ.get("WAITFOR_K8S_LAB_CACHE", "/var/cache/waitfor-k8s-lab"))

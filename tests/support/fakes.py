@@ -66,6 +66,6 @@ def fake_target(name: str, *outcomes: Outcome | str) -> Target:
 
 @contextmanager
 def fake_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Target]]:
-    monkeypatch.setitem(KINDS, "fake", Kind("fake", ("fake",), "tests.fakes:FakeCheck"))
+    monkeypatch.setitem(KINDS, "fake", Kind("fake", ("fake",), "tests.support.fakes:FakeCheck"))
     BEHAVIOURS.clear()
     yield fake_target

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.servers import ServerProcess
+from tests.support.servers import ServerProcess
 
 
 def unavailable_reason(*tools: str) -> str | None:
