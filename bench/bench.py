@@ -35,10 +35,9 @@ from bench.scenarios import (
     under_callgrind,
 )
 from tests.support.grpcserver import grpc_server
+from tests.support.ports import free_port, free_ports
 from tests.support.servers import (
     Script,
-    free_port,
-    free_ports,
     http_server,
     tcp_listener,
     unix_http_server,

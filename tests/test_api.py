@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import free_port, tcp_listener
+from tests.support.imports import run_listing_imports
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor import (
     Target,
     TargetError,
@@ -200,22 +202,9 @@ def test_bad_targets() -> None:
 def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
     """An init container's cold start is paid on every pod start: tcp must not load httpx & co."""
     port = free_port()
-    listing = tmp_path / "modules"
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli.command import main\n"
-        "main(sys.argv[2:])\n"
-    )
     with tcp_listener(port):
-        result = subprocess.run(
-            [sys.executable, "-c", script, str(listing), f"tcp://127.0.0.1:{port}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result, imported = run_listing_imports(tmp_path, f"tcp://127.0.0.1:{port}")
     assert result.returncode == 0, result.stderr
-    imported = set(listing.read_text().split())
     assert "waitfor.kinds.tcp" in imported
     assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.kinds.http.check"}
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).parent.parent
 PLUGIN = ROOT / "examples" / "plugin"

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.support.fast import FAST
-from tests.support.servers import free_port, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor.testcontainers import ContainerExited, WaitforStrategy
 
 

@@ -14,22 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.servers import Script, banner_server, free_port, http_server, tcp_listener
+from tests.support.command import waitfor
+from tests.support.imports import run_listing_imports
+from tests.support.ports import free_port
+from tests.support.servers import Script, banner_server, http_server, tcp_listener
 from waitfor import api
 from waitfor.cli import command as cli
 from waitfor.cli import reading
-
-
-def waitfor(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 30
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "waitfor", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def start(*args: str) -> subprocess.Popen[str]:
@@ -518,25 +509,11 @@ def test_any_waitfor_variable_sends_the_words_to_click(variable: str) -> None:
 def test_a_ready_run_imports_click_only_for_other_options(
     words: list[str], clicked: bool, tmp_path: Path
 ) -> None:
-    listing = tmp_path / "modules"
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli.command import main\n"
-        "main(sys.argv[2:])\n"
-    )
     env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
     port = free_port()
     with tcp_listener(port):
-        result = subprocess.run(
-            [sys.executable, "-c", script, str(listing), *words, f"tcp://127.0.0.1:{port}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        result, modules = run_listing_imports(tmp_path, *words, f"tcp://127.0.0.1:{port}", env=env)
     assert result.returncode == 0, result.stderr
-    modules = listing.read_text().split()
     assert ("click" in modules) is clicked
     assert "inspect" not in modules or clicked
 
@@ -617,15 +594,10 @@ def test_an_unknown_variable_is_named_in_one_warning_and_ignored(
 
 
 def test_an_unknown_variable_warns_in_json_with_json_output() -> None:
-    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
     port = free_port()
     with tcp_listener(port):
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-o", "json", f"tcp://127.0.0.1:{port}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env={**env, "WAITFOR_TIMOUT": "1s"},
+        result = waitfor(
+            "-o", "json", f"tcp://127.0.0.1:{port}", env={"WAITFOR_TIMOUT": "1s"}, clean=True
         )
     assert result.returncode == 0, result.stderr
     notes = [r for r in json_lines(result.stderr) if r["event"] == "note"]

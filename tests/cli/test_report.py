@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 from waitfor import api
 from waitfor.cli.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
 from waitfor.core.runner import Event, EventType, TargetResult

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import free_port, http_server
+from tests.support.ports import free_port
+from tests.support.servers import http_server
 from waitfor.cli import command as cli
 from waitfor.cli import termination
 

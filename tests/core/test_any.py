@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,19 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import free_port, http_server, scripted_peer, tcp_listener
+from tests.support.command import waitfor as run_waitfor
+from tests.support.ports import free_port
+from tests.support.servers import http_server, scripted_peer, tcp_listener
 from waitfor import api
 from waitfor.errors import UsageError, WaitTimeout
 
-
-def waitfor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "waitfor", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
+waitfor = functools.partial(run_waitfor, timeout=60)
 
 
 @contextmanager

@@ -11,8 +11,6 @@ import io
 import json
 import re
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,8 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.imports import run_listing_imports
+from tests.support.ports import free_port
 from tests.support.redisd import Memcached, RedisServer
-from tests.support.servers import free_port, server_factory, tcp_listener, unix_http_server
+from tests.support.servers import server_factory, tcp_listener, unix_http_server
 from waitfor import WaitTimeout, wait_for
 from waitfor.cli import command as cli
 from waitfor.core import first_attempt as quickstart
@@ -192,13 +192,6 @@ def test_it_answers_only_all_ready_and_says_nothing_otherwise(ports: dict[str, A
 def test_a_ready_run_never_imports_asyncio(
     ports: dict[str, Any], tmp_path: Path, kind: str
 ) -> None:
-    listing = tmp_path / "modules"
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli.command import main\n"
-        "main(sys.argv[2:])\n"
-    )
     target = {
         "tcp": f"tcp://127.0.0.1:{ports['v4']}",
         "postgres": "postgresql://127.0.0.1:5432/postgres?sslmode=disable",
@@ -209,14 +202,8 @@ def test_a_ready_run_never_imports_asyncio(
         "mysql": "mysql://root@127.0.0.1:3306",
         "dns": "dns:localhost",
     }[kind]
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(listing), target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result, imported = run_listing_imports(tmp_path, target)
     assert result.returncode == 0, result.stderr
-    imported = set(listing.read_text().split())
     assert f"waitfor.kinds.{kind}" in imported
     assert not imported & {"asyncio", "ssl", "waitfor.core.runner", "waitfor.net.aio", "dns"}
 

@@ -10,8 +10,6 @@ rewrites, redirects) are left to the runner from the quick path, and must say th
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -24,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.core.test_quickstart import OPTIONS, assert_ready_as_the_runner
+from tests.support.imports import run_listing_imports
 from tests.support.servers import (
     Script,
     answering_peer,
@@ -69,7 +68,7 @@ def servers() -> Iterator[dict[str, Any]]:
 
 
 def free_tcp(stack: ExitStack) -> int:
-    from tests.support.servers import free_port
+    from tests.support.ports import free_port
 
     port = free_port()
     stack.enter_context(tcp_listener(port))
@@ -149,26 +148,9 @@ def test_the_quick_path_gives_exactly_what_the_runner_gives(
 def test_a_ready_http_run_imports_neither_httpx_nor_asyncio(
     servers: dict[str, Any], tmp_path: Path, target: str
 ) -> None:
-    listing = tmp_path / "modules"
-    script = (
-        "import os, sys\n"
-        "from waitfor.cli import command as cli\n"
-        "listing = sys.argv.pop(1)\n"
-        "def listed(code):\n"  # the command ends with os._exit: no atexit
-        "    open(listing, 'w').write(' '.join(sys.modules))\n"
-        "    real(code)\n"
-        "real, os._exit = os._exit, listed\n"
-        "cli.run()\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(listing), "-q", target.format(**servers)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    # the console script ends with os._exit: no atexit
+    result, imported = run_listing_imports(tmp_path, "-q", target.format(**servers), os_exit=True)
     assert result.returncode == 0, result.stderr
-    imported = set(listing.read_text().split())
     assert "waitfor.kinds.http.wire" in imported
     assert not imported & {"asyncio", "ssl", "httpx", "h11", "email", "waitfor.core.runner"}
 
@@ -177,29 +159,13 @@ def test_a_quick_attempt_that_took_the_whole_timeout_ends_the_wait_at_it(tmp_pat
     """A silent server and -t 0.2: the quick attempt waits out all of it, and the runner must
     not begin a probe past the deadline (httpx's import alone ran it ~0.1 s over, and said
     "timed out after 0.3s")."""
-    listing = tmp_path / "modules"
-    script = (
-        "import os, sys\n"
-        "from waitfor.cli import command as cli\n"
-        "listing = sys.argv.pop(1)\n"
-        "def listed(code):\n"
-        "    open(listing, 'w').write(' '.join(sys.modules))\n"
-        "    real(code)\n"
-        "real, os._exit = os._exit, listed\n"
-        "cli.run()\n"
-    )
 
     def silent(conn: socket.socket) -> None:
         conn.recv(1)  # the request read, no answer until the client hangs up
 
     with answering_peer(silent) as (url, _):
-        result = subprocess.run(
-            [sys.executable, "-c", script, str(listing), "-t", "0.2", f"{url}/"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        result, imported = run_listing_imports(tmp_path, "-t", "0.2", f"{url}/", os_exit=True)
     assert result.returncode == 124, result.stderr
     assert result.stderr.splitlines()[-1].endswith("(1 attempt): timed out after 0.2s")
-    assert "httpx" not in listing.read_text().split()
+    assert imported  # the listing was written
+    assert "httpx" not in imported

@@ -3,11 +3,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
-from tests.support.fakes import BEHAVIOURS, FakeCheck, fake_kind
+from tests.support.fakes import BEHAVIOURS, FakeCheck
 from tests.support.fast import FAST
 from waitfor.core.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run
@@ -19,12 +19,6 @@ UP = Outcome.up("up")
 DOWN = Outcome.down("refused")
 
 MakeTarget = Callable[..., Target]
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeTarget]:
-    with fake_kind(monkeypatch) as make:
-        yield make
 
 
 def wait(

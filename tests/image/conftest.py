@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
-from tests.support.podman import ENV, ROOT
+from tests.support.podman import build as podman_build
 
 #: A new machine's first image test builds its image (debootstrap, minutes); the compose test its
 #: services' image: their fixtures' time counts against the test's timeout, the suite's 120 s.
@@ -23,9 +22,7 @@ def image() -> str:
     """The image, built by images/build (which installs podman where it is missing)."""
     if os.geteuid() != 0:
         pytest.skip("the image tests run podman as root (rootful storage and networking)")
-    build = subprocess.run(
-        [str(ROOT / "images" / "build")], capture_output=True, text=True, timeout=1200, env=ENV
-    )
+    build = podman_build("build")
     if build.returncode != 0 and "podman" in build.stderr and "cannot" in build.stderr.lower():
         pytest.skip(f"podman cannot run here: {build.stderr.strip().splitlines()[-1]}")
     assert build.returncode == 0, build.stderr

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.pg import Cluster
 from tests.support.podman import ENV, podman, podman_popen
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 
 
 def size(name: str) -> int:

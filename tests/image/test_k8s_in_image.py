@@ -22,6 +22,8 @@ import pytest
 from tests.support import lab
 from tests.support.podman import podman, podman_popen
 
+pytestmark = pytest.mark.k8s  # a lab of its own (the plane fixture), reached from the container
+
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 

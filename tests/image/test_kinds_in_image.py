@@ -31,8 +31,9 @@ from tests.support.dnsserver import DnsServer
 from tests.support.grpcserver import grpc_server
 from tests.support.pg import Cluster
 from tests.support.podman import podman
+from tests.support.ports import free_port
 from tests.support.redisd import RedisServer, unavailable_reason
-from tests.support.servers import Script, free_port, http_server, unix_http_server
+from tests.support.servers import Script, http_server, unix_http_server
 from waitfor.core.registry import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"

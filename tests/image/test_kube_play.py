@@ -20,7 +20,8 @@ import yaml
 from tests.support.dnsserver import DnsServer
 from tests.support.pg import Cluster
 from tests.support.podman import podman, podman_popen
-from tests.support.servers import Script, free_port, http_server, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import Script, http_server, tcp_listener
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASE = "localhost/waitfor-base:bookworm"

@@ -19,7 +19,8 @@ import trustme
 
 from tests.support.fast import FAST
 from tests.support.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
-from tests.support.servers import free_port, http_server, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import http_server, tcp_listener
 from waitfor import CheckFailed, WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError

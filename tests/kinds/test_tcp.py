@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tests.support.fast import FAST
-from tests.support.servers import free_port, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor import WaitTimeout, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.tcp import connect_any

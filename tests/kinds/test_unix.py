@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fast import FAST
+from tests.support.servers import full_backlog
 from tests.support.targets import refusals
 from tests.support.waiting import reason
 from waitfor import wait_for
@@ -92,23 +93,8 @@ def test_waits_for_the_listener(tmp_path: Path) -> None:
 
 def test_a_full_backlog_is_not_ready(tmp_path: Path) -> None:
     path = tmp_path / "app.sock"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.bind(str(path))
-        sock.listen(0)
-        held = []
-        try:
-            for _ in range(8):  # fill the backlog: nobody accepts
-                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                client.setblocking(False)
-                held.append(client)
-                try:
-                    client.connect(str(path))
-                except BlockingIOError:
-                    break
-            assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
-        finally:
-            for client in held:
-                client.close()
+    with full_backlog(path):
+        assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
 
 
 @pytest.mark.parametrize(

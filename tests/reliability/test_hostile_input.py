@@ -23,13 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reliability.conftest import SUMMARY
-from tests.support.servers import (
-    Script,
-    free_port,
-    http_server,
-    raw_http_server,
-    tcp_listener,
-)
+from tests.support.ports import free_port
+from tests.support.servers import Script, http_server, raw_http_server, tcp_listener
 from waitfor.cli import command as cli
 from waitfor.core.targets import Target, parse_target
 from waitfor.errors import TargetError

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.support.dnsserver import DnsServer
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 from waitfor.core.backoff import IMMEDIATE
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import parse_target

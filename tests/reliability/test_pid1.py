@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests.support.pidns import as_pid1, pid1_of
-from tests.support.servers import free_port, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,

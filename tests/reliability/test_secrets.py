@@ -14,7 +14,8 @@ import pytest
 from tests.support.brokers import RABBITMQ_PORT
 from tests.support.dnsserver import DnsServer
 from tests.support.pg import Cluster
-from tests.support.servers import free_port, free_ports, listening
+from tests.support.ports import free_port, free_ports
+from tests.support.servers import listening
 from waitfor import WaitTimeout, wait_for
 
 SECRETS = (

@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.servers import ServerProcess, free_port, listening, scripted_peer
+from tests.support.ports import free_port
+from tests.support.servers import ServerProcess, listening, scripted_peer
 
 RABBITMQ_PORT, MOSQUITTO_PORT, NATS_PORT = 5672, 1883, 4222
 

@@ -8,7 +8,6 @@ which it reads only at start, so changing those restarts it on the same address.
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import signal
@@ -16,14 +15,25 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dns.exception
 import dns.message
 import dns.rcode
 
-_addresses = (f"127.53.{n // 250}.{n % 250 + 1}" for n in itertools.count(os.getpid() % 5000))
+from tests.support.ports import claim_block
+
+
+def _reserved_addresses() -> Iterator[str]:
+    """127.53.B.1-250 for each block B this process claims (no two processes share one)."""
+    while True:
+        block = claim_block("dns-addresses", 250)
+        for host in range(1, 251):
+            yield f"127.53.{block}.{host}"
+
+
+_addresses = _reserved_addresses()
 
 
 def next_address() -> str:

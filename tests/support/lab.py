@@ -33,7 +33,7 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.support.servers import free_ports
+from tests.support.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "scripts" / "k8s-lab-build"

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 
 SMALL = ("--innodb-log-file-size=4M", "--innodb-buffer-pool-size=8M")
 

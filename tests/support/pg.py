@@ -14,7 +14,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.support.servers import free_port
+import trustme
+
+from tests.support.ports import free_port
 
 
 def bindir() -> Path:
@@ -103,6 +105,16 @@ class Cluster:
             log = self.log.read_text() if self.log.exists() else ""
             raise RuntimeError(f"pg_ctl {args} failed: {result.stderr.decode()}\n{log}")
         return result
+
+    def start_tls_only(self, ca: trustme.CA, *names: str) -> None:
+        """Starts it serving TCP clients over TLS only, with a certificate of ``ca`` for
+        ``names``; local (Unix socket) clients are trusted."""
+        cert = ca.issue_cert(*names)
+        self.write_file("server.crt", b"".join(b.bytes() for b in cert.cert_chain_pems), 0o644)
+        self.write_file("server.key", cert.private_key_pem.bytes())
+        self.configure(ssl="on", ssl_cert_file="'server.crt'", ssl_key_file="'server.key'")
+        self.hba("local all all trust", "hostssl all all 127.0.0.1/32 trust")
+        self.start()
 
     def start(self, wait: bool = True) -> None:
         self.pg_ctl("start", "-w" if wait else "-W")

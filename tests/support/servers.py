@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.support.ports import free_port
+
 
 def listening(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as sock:
@@ -94,21 +96,6 @@ def server_factory(kind: Callable[..., P], parent: Path) -> Iterator[Callable[..
     finally:
         for server in made:
             server.stop()
-
-
-def free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:
-    return free_ports(1, family, host)[0]
-
-
-def free_ports(count: int, family: int = socket.AF_INET, host: str = "127.0.0.1") -> list[int]:
-    """Distinct ports nothing listens on (all held at once while choosing, so none repeats)."""
-    with contextlib.ExitStack() as stack:
-        socks = [
-            stack.enter_context(socket.socket(family, socket.SOCK_STREAM)) for _ in range(count)
-        ]
-        for sock in socks:
-            sock.bind((host, 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 @contextmanager
@@ -375,3 +362,25 @@ def unix_http_server(path: str, script: Script | None = None) -> Iterator[Script
         server.server_close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+
+
+@contextmanager
+def full_backlog(path: Path) -> Iterator[None]:
+    """A Unix socket at ``path`` that listens and never accepts, its backlog filled."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(0)
+        held = []
+        try:
+            for _ in range(8):
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                client.setblocking(False)
+                held.append(client)
+                try:
+                    client.connect(str(path))
+                except BlockingIOError:
+                    break
+            yield
+        finally:
+            for client in held:
+                client.close()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.dnsserver import DnsServer, UdpResponder, servfail
 from tests.support.fast import FAST
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 from tests.support.targets import refusals
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline

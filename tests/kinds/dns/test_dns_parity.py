@@ -25,10 +25,13 @@ import pytest
 
 from tests.support.dnsserver import DnsServer, UdpResponder, next_address, servfail
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("getent") is None,
-    reason="mount namespaces need root, unshare (util-linux) and getent (libc-bin)",
-)
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("getent") is None,
+        reason="mount namespaces need root, unshare (util-linux) and getent (libc-bin)",
+    ),
+]
 
 HOSTS = """127.0.0.1 localhost
 ::1 localhost ip6-localhost

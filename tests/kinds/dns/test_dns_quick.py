@@ -27,6 +27,7 @@ import pytest
 
 from tests.core.test_quickstart import normalized, run_cli
 from tests.support.dnsserver import DnsServer, UdpResponder, next_address, servfail
+from tests.support.imports import run_listing_imports
 from tests.support.silent_nameserver import silent_nameserver, unavailable_reason
 from waitfor import parse_target
 from waitfor.base.deadline import Deadline
@@ -231,26 +232,13 @@ def test_a_ready_run_imports_neither_dnspython_nor_asyncio(
     dnsmasq: tuple[DnsServer, str], tmp_path: Path
 ) -> None:
     server, resolv_conf = dnsmasq
-    listing = tmp_path / "modules"
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli.command import main\n"
-        "main(sys.argv[2:])\n"
-    )
     targets = [
         "dns:localhost",
         f"dns:svc#resolv_conf={resolv_conf}",
         f"dns://{server.address}/svc.good.test?type=A",
     ]
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(listing), *targets],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result, imported = run_listing_imports(tmp_path, *targets)
     assert result.returncode == 0, result.stderr
-    imported = set(listing.read_text().split())
     assert "waitfor.kinds.dns.quick" in imported
     assert not imported & {"asyncio", "dns", "dns.message", "waitfor.net.dnsstub"}
 

@@ -7,11 +7,9 @@ truncated answer to the runner), the runner's search (``dns:NAME``), ``dns://SER
 from __future__ import annotations
 
 import contextlib
-import os
+import functools
 import socket
 import struct
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import dns.message
 import pytest
 
 from tests.support.attempts import probe
+from tests.support.command import waitfor as run_waitfor
 from tests.support.dnsserver import UdpResponder, next_address
 
 
@@ -60,14 +59,7 @@ def udp_only_nameserver(read_first: bool) -> Iterator[str]:
         listener.close()
 
 
-def waitfor(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "waitfor", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={k: v for k, v in os.environ.items() if not k.startswith("WAITFOR_")},
-    )
+waitfor = functools.partial(run_waitfor, clean=True)
 
 
 def targets(address: str, tmp_path: Path) -> list[str]:

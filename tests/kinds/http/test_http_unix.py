@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -10,7 +9,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.support.fast import FAST
-from tests.support.servers import Script, unix_http_server
+from tests.support.servers import Script, full_backlog, unix_http_server
 from tests.support.waiting import reason
 from waitfor import wait_for
 from waitfor.core.targets import parse_target
@@ -91,24 +90,9 @@ def test_bad_targets(text: str, error: str) -> None:
 
 def test_a_full_backlog_reads_as_for_unix_targets(tmp_path: Path) -> None:
     path = tmp_path / "app.sock"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind(str(path))
-        listener.listen(0)
-        held = []
-        try:
-            for _ in range(8):  # fill the backlog: nobody accepts
-                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                client.setblocking(False)
-                held.append(client)
-                try:
-                    client.connect(str(path))
-                except BlockingIOError:
-                    break
-            assert reason(address(path)) == f"{path}: listening, but its backlog is full"
-            assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
-        finally:
-            for client in held:
-                client.close()
+    with full_backlog(path):
+        assert reason(address(path)) == f"{path}: listening, but its backlog is full"
+        assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
 
 
 def test_a_regular_file_is_not_a_socket(tmp_path: Path) -> None:

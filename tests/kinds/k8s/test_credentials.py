@@ -90,6 +90,7 @@ def test_an_exec_plugin_token_that_is_no_header_value_is_not_ready(
     assert "exec plugin plugin gave a token that is not a bearer token" in out, out
 
 
+@pytest.mark.root
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
     reason="a private mount namespace (for the ServiceAccount's folder) needs root and unshare",

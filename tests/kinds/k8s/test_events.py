@@ -16,7 +16,8 @@ import yaml
 
 from tests.kinds.k8s import test_hostile as hostile
 from tests.support.lab import ControlPlane
-from tests.support.servers import free_port, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor.cli import podevents
 
 Json = dict[str, Any]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.ports import free_port
 from tests.support.redisd import Memcached, unavailable_reason
-from tests.support.servers import Script, banner_server, free_port, http_server, server_factory
+from tests.support.servers import Script, banner_server, http_server, server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.memcached.check import MemcachedCheck

@@ -27,7 +27,8 @@ import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner, probe
 from tests.support.mysqld import MariaDB
-from tests.support.servers import Script, banner_server, free_port, http_server, scripted_peer
+from tests.support.ports import free_port
+from tests.support.servers import Script, banner_server, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome

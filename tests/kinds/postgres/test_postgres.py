@@ -21,7 +21,8 @@ import pytest
 import trustme
 
 from tests.support.pg import Cluster
-from tests.support.servers import Script, banner_server, free_port, http_server, scripted_peer
+from tests.support.ports import free_port
+from tests.support.servers import Script, banner_server, http_server, scripted_peer
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.postgres.ping import ping, tls_context
@@ -134,13 +135,8 @@ def test_shutting_down(running: Cluster) -> None:
 @pytest.fixture
 def ssl_only(pg_cluster: MakeCluster) -> tuple[Cluster, trustme.CA]:
     ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
     cluster = pg_cluster()
-    cluster.write_file("server.crt", b"".join(b.bytes() for b in cert.cert_chain_pems), 0o644)
-    cluster.write_file("server.key", cert.private_key_pem.bytes())
-    cluster.configure(ssl="on", ssl_cert_file="'server.crt'", ssl_key_file="'server.key'")
-    cluster.hba("local all all trust", "hostssl all all 127.0.0.1/32 trust")
-    cluster.start()
+    cluster.start_tls_only(ca, "127.0.0.1", "localhost")
     return cluster, ca
 
 

@@ -22,10 +22,13 @@ from tests.support.pg import Cluster
 
 SYSTEM_CAFILE = ssl.get_default_verify_paths().cafile
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None or SYSTEM_CAFILE is None,
-    reason="a private mount namespace needs root and unshare; the system needs a CA file",
-)
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None or SYSTEM_CAFILE is None,
+        reason="a private mount namespace needs root and unshare; the system needs a CA file",
+    ),
+]
 
 
 def waitfor_with_system_ca(ca: Path | None, target: str) -> subprocess.CompletedProcess[str]:
@@ -42,13 +45,8 @@ def waitfor_with_system_ca(ca: Path | None, target: str) -> subprocess.Completed
 @pytest.fixture
 def tls_cluster(pg_cluster: Callable[[], Cluster]) -> tuple[Cluster, trustme.CA]:
     ca = trustme.CA()
-    cert = ca.issue_cert("localhost")
     cluster = pg_cluster()
-    cluster.write_file("server.crt", b"".join(b.bytes() for b in cert.cert_chain_pems), 0o644)
-    cluster.write_file("server.key", cert.private_key_pem.bytes())
-    cluster.configure(ssl="on", ssl_cert_file="'server.crt'", ssl_key_file="'server.key'")
-    cluster.hba("local all all trust", "hostssl all all 127.0.0.1/32 trust")
-    cluster.start()
+    cluster.start_tls_only(ca, "localhost")
     return cluster, ca
 
 

@@ -19,8 +19,9 @@ import pytest
 import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.ports import free_port
 from tests.support.redisd import RedisServer, unavailable_reason
-from tests.support.servers import Script, banner_server, free_port, http_server, server_factory
+from tests.support.servers import Script, banner_server, http_server, server_factory
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
