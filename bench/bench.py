@@ -303,7 +303,7 @@ def measure_detection(
             [
                 Tool("waitfor", [wf, *flags, f"postgresql://127.0.0.1:{pg_port}/postgres"]),
                 Tool(
-                    "pg_isready loop (sleep 2, the seed)",
+                    "pg_isready shell loop (sleep 2)",
                     [f"until pg_isready -q -h 127.0.0.1 -p {pg_port}; do sleep 2; done"],
                     True,
                 ),
@@ -380,7 +380,7 @@ def measure_detection(
                 [
                     Tool("waitfor", [wf, *flags, f"dns://{dns.address}/{name}"]),
                     Tool(
-                        "busybox nslookup loop (sleep 2, the seed)",
+                        "busybox nslookup shell loop (sleep 2)",
                         [
                             f"until busybox nslookup {name} {dns.address} >/dev/null 2>&1; "
                             "do sleep 2; done"

@@ -121,12 +121,15 @@ class ConversationCheck(Check[OptionsT]):
             return Outcome.down(failure_reason(exc, self.SERVER))
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        """The runner's attempt on a blocking socket, TLS included (the same context; ssl is
-        imported only for a target that speaks it)."""
+        return self.probe_now_at(self.address, deadline)
+
+    def probe_now_at(self, address: tuple[str, int], deadline: Deadline) -> Outcome | None:
+        """The runner's attempt at ``address`` on a blocking socket, TLS included (the same
+        context; ssl is imported only for a target that speaks it): :meth:`probe_at`'s twin."""
         from waitfor.net.conversation import first_attempt
 
         return first_attempt(
-            self.address,
+            address,
             self.conversation(),
             deadline,
             (ProtocolError,),

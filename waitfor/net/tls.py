@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from waitfor.base.options import OptionPairs, flag, single
@@ -136,7 +136,12 @@ class _Secret:
         return "_Secret(***)"
 
 
-@cache
+#: client contexts kept, one a distinct TLS configuration (CA, client certificate, passphrase):
+#: a long-lived program waiting on ever new files must not keep every one it ever loaded
+CONTEXTS_KEPT = 32
+
+
+@lru_cache(maxsize=CONTEXTS_KEPT)
 def _cached_context(
     verify: bool,
     cafile: str | None,
