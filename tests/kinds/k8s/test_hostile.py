@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.support.command import run_timed
 from tests.support.servers import scripted_peer
 
 WAITFOR = [sys.executable, "-m", "waitfor"]
@@ -125,15 +126,10 @@ def waitfor(
 ) -> tuple[int, str, float]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("WAITFOR_", "KUBERNETES_"))}
     base["KUBECONFIG"] = str(config) if config else "/nonexistent/kubeconfig"
-    began = time.monotonic()
-    done = subprocess.run(
-        [*WAITFOR, *args],
-        env={**base, "NO_COLOR": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+    done, took = run_timed(
+        [*WAITFOR, *args], env={**base, "NO_COLOR": "1", **(env or {})}, timeout=timeout
     )
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - began
+    return done.returncode, done.stdout + done.stderr, took
 
 
 def clean(out: str) -> None:
