@@ -230,7 +230,7 @@ def test_zero_timeout_and_a_stable_window_cannot_both_hold() -> None:
 
 
 def test_logging_at_info_stays_quiet_while_an_http_target_is_down() -> None:
-    """The README's ``logging.basicConfig(level=logging.INFO)``: a down http target (a real
+    """docs/library.md's ``logging.basicConfig(level=logging.INFO)``: a down http target (a real
     server answering 503) logs a few waitfor lines, not one per attempt, and none of httpx's
     per-request lines for waitfor's own requests; the application's own httpx requests
     still log as the application configured them."""

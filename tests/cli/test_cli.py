@@ -626,7 +626,7 @@ def test_an_unknown_variable_leaves_the_words_to_the_quick_reading() -> None:
 
 
 def test_the_client_certificate_options_take_a_file() -> None:
-    """--help calls them what README does: FILE, as --cacert."""
+    """--help calls them what docs/cli.md does: FILE, as --cacert."""
     result = waitfor("--help")
     assert result.returncode == 0
     assert "--cert FILE" in result.stdout

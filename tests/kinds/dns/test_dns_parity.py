@@ -478,7 +478,8 @@ def _with_a_bad_record(query: dns.message.Message) -> bytes:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="a known deviation (README): glibc skips an address record of the wrong length, "
+    reason="a known deviation (docs/kinds/dns.md): glibc skips an address record of the wrong "
+    "length, "
     "dnspython refuses the whole message (the runner then waits for an answer that never comes)",
 )
 def test_an_address_record_of_the_wrong_length_is_skipped(environment: Environment) -> None:

@@ -176,7 +176,7 @@ def test_too_many_connections_is_not_ready(mariadb: MakeServer) -> None:
             holders.append(hold_a_connection(server, "holder"))
         # Full for users, one slot left for an administrator: root logs in, app is refused
         # after the greeting. mysqladmin -u app says "alive" (a server error); we differ on
-        # purpose (README): the app cannot connect.
+        # purpose (docs/kinds/mysql.md): the app cannot connect.
         assert assert_parity("127.0.0.1", server.port, "root").ready
         outcome = probe(f"mysql://app@127.0.0.1:{server.port}")
         assert (outcome.ready, mysqladmin_ping("127.0.0.1", server.port, "app")) == (False, 0)

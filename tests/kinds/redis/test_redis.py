@@ -96,8 +96,8 @@ def test_password(protected: RedisServer) -> None:
 
 
 def test_noauth_without_credentials_is_up_in_ping_mode(protected: RedisServer) -> None:
-    # Documented difference (README): the server is up and serving, as pg_isready says of a
-    # server that asks for a password; redis-cli prints the NOAUTH error instead of PONG.
+    # Documented difference (docs/kinds/redis.md): the server is up and serving, as pg_isready
+    # says of a server that asks for a password; redis-cli prints the NOAUTH error instead of PONG.
     outcome = probe(f"redis://127.0.0.1:{protected.port}")
     assert (outcome.ready, redis_cli_ready(protected.port)) == (True, False)
     assert outcome.reason == "server is up (it requires a password: NOAUTH)"
