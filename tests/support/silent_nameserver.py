@@ -13,7 +13,6 @@ import random
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,8 +34,6 @@ class SilentNameserver:
     address: str
     resolv_conf: Path
     queries: int = 0
-    # when each query came (time.monotonic(): one clock for every process on the machine)
-    times: list[float] = field(default_factory=list)
     asked: threading.Event = field(default_factory=threading.Event)
 
     def run(self, *command: str) -> list[str]:
@@ -77,7 +74,6 @@ def silent_nameserver(directory: Path) -> Iterator[SilentNameserver]:
                 sock.recvfrom(4096)
             except TimeoutError:
                 continue
-            server.times.append(time.monotonic())
             server.queries += 1
             server.asked.set()
 

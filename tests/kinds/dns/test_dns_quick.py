@@ -344,11 +344,16 @@ def test_a_silent_resolver_costs_the_quick_path_its_budget_only(
 @pytest.mark.parametrize("form", ["dns://{address}/svc.test", "dns:svc#resolv_conf={conf}"])
 def test_a_timed_out_attempt_says_its_whole_length(tmp_path: Path, form: str) -> None:
     """The runner's attempt continues the quick one: its reason names how long the nameserver
-    was waited for since the quick part asked, not only the runner's part."""
+    was waited for since the quick part asked, not only the runner's part.
+
+    The quick part asks before 0.25 s from the wait's start (its budget ends there) and the
+    runner asks only after that, having imported asyncio: of a 1 s wait the whole attempt is
+    more than 0.75 s, the runner's part less (the interpreter's start before the wait's clock
+    starts, slow on a loaded machine, counts in neither)."""
     with silent_nameserver(tmp_path) as silent:
         target = form.format(address=silent.address, conf=silent.resolv_conf)
         result = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "0.4", target],
+            [sys.executable, "-m", "waitfor", "-t", "1", target],
             capture_output=True,
             text=True,
             timeout=30,
@@ -357,11 +362,4 @@ def test_a_timed_out_attempt_says_its_whole_length(tmp_path: Path, form: str) ->
     [waited] = re.findall(
         rf"no answer from {re.escape(silent.address)}\S* (?:in|after) (\S+)s", result.stderr
     )
-    # The quick part sends one query, the runner's part then asks again (A and AAAA): the
-    # whole wait is at least the time between them, the runner's part alone is shorter. The
-    # server's clock, not the command's start: under load the interpreter takes its time
-    # before the quick part asks, and that is not part of the attempt's wait.
-    assert silent.times, result.stderr
-    runner_asked = silent.times[1] if len(silent.times) > 1 else silent.times[0]
-    assert float(waited) >= runner_asked - silent.times[0] - 0.05, (silent.times, result.stderr)
-    assert float(waited) > 0.0, result.stderr
+    assert float(waited) >= 0.75, result.stderr
