@@ -50,12 +50,12 @@ What a kind provides (everything but ``probe`` has a working default)::
             ...
 
 ``Address(host, port, display, secrets, params)``: ``display`` is built from the parsed parts with
-secrets left out (``mysql://root:***@db:3306/app``; ``waitfor.base.redaction.userinfo`` / ``query``
-help), ``secrets`` lists the credential values, ``params`` are kind-specific parts the probe reads
-back via ``target.param(key)``. ``parse_address`` and ``parse_options`` raise ValueError with a
-one-line message for bad input that quotes nothing secret (shown after the target's safe form,
-exit 2). ``show_unparsed`` and ``split_bare`` (scheme-less targets, libpq's ``host=db``) are for
-kinds with unusual addresses.
+secrets left out (``mysql://root:***@db:3306/app``: ``urls.shown`` builds it; ``redaction``'s
+``userinfo`` / ``query`` are its parts), ``secrets`` lists the credential values, ``params`` are
+kind-specific parts the probe reads back via ``target.param(key)``. ``parse_address`` and
+``parse_options`` raise ValueError with a one-line message for bad input that quotes nothing
+secret (shown after the target's safe form, exit 2). ``show_unparsed`` and ``split_bare``
+(scheme-less targets, libpq's ``host=db``) are for kinds with unusual addresses.
 
 A check is built once per target and probed repeatedly by the runner. ``probe`` must be idempotent
 and side-effect free, must translate the foreign exceptions it expects into an :class:`Outcome`
