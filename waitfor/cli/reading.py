@@ -115,6 +115,22 @@ OPTIONS = (
         help="Cap of the jittered exponential backoff between attempts (from 50ms; at least 10ms).",
     ),
     Option(
+        "--interval",
+        value=DURATION,
+        keyword="interval",
+        help=(
+            "A fixed interval between attempts instead of the backoff (at least 10ms; not with"
+            " --max-interval)."
+        ),
+    ),
+    Option(
+        "--delay",
+        value=DURATION,
+        default="0s",
+        keyword="delay",
+        help="Make the first attempt only after this long (counted in --timeout; shorter than it).",
+    ),
+    Option(
         "--invert",
         value=FLAG,
         keyword="invert",

@@ -60,6 +60,7 @@ async def run(
     once: bool = False,
     stable: float = 0.0,
     any_ready: bool = False,
+    delay: float = 0.0,
 ) -> list[TargetResult]:
     """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
 
@@ -75,7 +76,8 @@ async def run(
     ``stable``: seconds a target must keep answering ready (every attempt, probed at the
     backoff's cap meanwhile) before it counts; a failure starts the window again. A target's
     own ``#stable=`` wins. ``any_ready``: done when any one target is ready; the others are
-    cancelled (WaitTimeout only when none was).
+    cancelled (WaitTimeout only when none was). ``delay``: seconds after the start before each
+    target's first attempt (the deadline still counts from the start).
     """
     run = _Run(
         timeout=timeout,
@@ -87,6 +89,7 @@ async def run(
         spent=spent,
         once=once,
         stable=stable,
+        delay=delay,
     )
     states = [_State(target) for target in targets]
     checks = [check_class(target.scheme)(target) for target in targets]
@@ -131,6 +134,7 @@ class _Run:
     spent: float  # before the event loop ran: counted against the deadline
     once: bool
     stable: float
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -148,6 +152,9 @@ class _Run:
     async def await_target(self, state: _State, check: Check[Any], quick: float | None) -> None:
         """Attempt until the target is ready (``invert``: down), backing off between attempts."""
         target, invert = state.target, self.invert
+        if self.delay > 0 and quick is None:
+            state.reason = f"first attempt after the {self.delay:g}s delay"
+            await asyncio.sleep(max(0.0, self.start + self.delay - self.loop.time()))
         while True:
             state.attempts += 1
             self.emit(Event(EventType.ATTEMPT, target, state.attempts, self.elapsed()))
