@@ -197,6 +197,22 @@ OPTIONS = (
         help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
     ),
     Option(
+        "--proxy",
+        value=TEXT,
+        metavar="URL",
+        target_option="proxy",
+        help=(
+            "http, https targets: go through this HTTP proxy (http://[USER:PASSWORD@]HOST[:PORT];"
+            " https by CONNECT); credentials never shown. Default: direct."
+        ),
+    ),
+    Option(
+        "--proxy-from-env",
+        value=FLAG,
+        target_option="proxy_from_env",
+        help="http, https targets: the proxies https_proxy, http_proxy, no_proxy name (as curl).",
+    ),
+    Option(
         "--resolv-conf",
         value=FILE,
         target_option="resolv_conf",

@@ -116,6 +116,8 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         raise TargetError(shown, str(exc)) from None
     plain = [(k, v) for k, v in pairs if k not in cls.PLAIN_OPTIONS]
     secrets = parsed.secrets | _option_secrets(plain)
+    # secrets the kind found in its options' values (an http proxy URL's credentials)
+    secrets |= getattr(options, "secrets", None) or frozenset()
     display = parsed.display + (f"#{options_shown}" if fragment else "")
     return Target(
         kind=kind.name,
