@@ -139,3 +139,38 @@ def test_delay_with_a_wait_forever_is_fine() -> None:
 def test_bad_library_values(keywords: dict[str, Any], said: str) -> None:
     with pytest.raises(UsageError, match=said):
         wait_for("tcp://127.0.0.1:1", **keywords)
+
+
+def test_a_targets_own_interval_paces_it_alone() -> None:
+    with http_server() as (url, slow), http_server() as (other, fast):
+        slow.status = fast.status = 503
+        began: dict[str, list[float]] = {}
+
+        def seen(event: Event) -> None:
+            if event.type is EventType.ATTEMPT:
+                began.setdefault(str(event.target), []).append(event.elapsed)
+
+        with pytest.raises(WaitTimeout):
+            wait_for(f"{url}/#interval=0.5s", f"{other}/", timeout=1.8, on_event=seen)
+    paced = began[f"{url}/#interval=0.5s"]
+    gaps = [b - a for a, b in itertools.pairwise(paced)]
+    assert gaps
+    assert all(gap >= 0.49 for gap in gaps), gaps
+    assert len(paced) <= 4
+    assert len(began[f"{other}/"]) > len(paced) + 2  # the other one kept the backoff
+
+
+@pytest.mark.parametrize(
+    ("fragment", "said"),
+    [
+        ("#interval=0", "interval must be at least 0.01s"),
+        ("#interval=-1s", "interval: '-1s' is not a duration"),
+        ("#interval=1s&interval=2s", "'interval' given more than once"),
+    ],
+)
+def test_bad_target_intervals(fragment: str, said: str) -> None:
+    done = waitfor_cli(f"tcp://127.0.0.1:1{fragment}")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1
+    assert said in lines[0], lines

@@ -187,7 +187,8 @@ class _Run:
             # the watch spaced the attempts
             took = self.loop.time() - now if check.WATCHES else 0.0
             left = self.remaining() + took
-            delay = self.backoff.sleep_before_next(state.attempts, self.rng.random(), left)
+            backoff = self.backoff_of(target)
+            delay = backoff.sleep_before_next(state.attempts, self.rng.random(), left)
             await asyncio.sleep(max(0.0, delay - took))
 
     async def attempt(
@@ -251,8 +252,16 @@ class _Run:
         )
         self.emit(steady)
         # look again at the backoff's cap
-        pause = min(self.backoff.delay(64, self.rng.random()), hold - held, self.remaining())
+        cap = self.backoff_of(target).delay(64, self.rng.random())
+        pause = min(cap, hold - held, self.remaining())
         return max(pause, 0.0)
+
+    def backoff_of(self, target: Target) -> Backoff:
+        """The wait's backoff, or the target's own fixed ``#interval=``."""
+        if target.interval is None:
+            return self.backoff
+        interval = target.interval
+        return Backoff(initial=interval, multiplier=1.0, maximum=interval, jitter=0.0)
 
     def reported(self, state: _State, said: str) -> None:
         """A watching check's verdict so far: progress, and the reason if the wait ends now."""
