@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.servers import free_port, http_server, raw_http_server
+from tests.servers import free_port, http_server, raw_http_server, unix_http_server
 from tests.support.tinyproxy import Tinyproxy, tinyproxy
 from waitfor import WaitTimeout, parse_target, wait_for
 from waitfor.kinds.http.check import HttpCheck
@@ -169,6 +169,16 @@ def test_a_target_proxy_wins_over_the_environment(tmp_path: Path) -> None:
     assert other.requests() == []
 
 
+def test_http_unix_targets_never_use_a_proxy(proxy: Tinyproxy, tmp_path: Path) -> None:
+    socket_path = str(tmp_path / "app.sock")
+    with unix_http_server(socket_path) as script:
+        target = f"http+unix://{urllib.parse.quote(socket_path, safe='')}/ok"
+        done = waitfor_cli("-t", "10", "--proxy", proxy.url, target)
+    assert done.returncode == 0, done.stderr
+    assert proxy.requests() == []
+    assert len(script.requests) == 1
+
+
 # --- the environment, as curl reads it: curl is the oracle, row by row -------------------------
 
 #: (URL, environment): ``PROXY`` is the recording proxy's URL
@@ -308,13 +318,19 @@ def assert_no_secret(*texts: str) -> None:
 
 @pytest.mark.parametrize("output", ["text", "tty", "json", "quiet"])
 @pytest.mark.parametrize("how", ["#proxy=", "--proxy", "WAITFOR_PROXY", "--proxy-from-env"])
-def test_credentials_are_never_shown(authed_proxy: Tinyproxy, output: str, how: str) -> None:
-    """A wrong password (the proxy says 401) and a proxy that is down, in every output mode."""
+def test_credentials_are_never_shown(
+    authed_proxy: Tinyproxy, output: str, how: str, tmp_path: Path
+) -> None:
+    """A wrong password (the proxy says 401) and a proxy that is down, in every output mode and
+    in the termination log."""
     down = f"http://{USER}:{PASSWORD}@127.0.0.1:{free_port()}"
     wrong = authed_proxy.url.replace(f":{PASSWORD}@", ":wrong@")
-    for proxy_url in (down, wrong if "wrong" in wrong else down):
+    log = tmp_path / "termination-log"
+    for proxy_url in (down, wrong):
         with http_server() as (url, _):
-            target, args, env = f"{url}/", ["-o", output, "-t", "1"], {}
+            target = f"{url}/"
+            args = ["-o", output, "-t", "1", "--termination-log", str(log)]
+            env = {}
             if how == "#proxy=":
                 target += f"#proxy={proxy_url}"
             elif how == "--proxy":
@@ -327,8 +343,11 @@ def test_credentials_are_never_shown(authed_proxy: Tinyproxy, output: str, how: 
             done = waitfor_cli(*args, target, **env)
         assert done.returncode == 124, done.stderr
         assert "through proxy http://127.0.0.1:" in done.stderr
-        assert_no_secret(done.stdout, done.stderr)
-        assert USER not in done.stderr.replace(f"{USER}:***", "")  # at most masked with it
+        said = log.read_text()
+        assert "through proxy http://127.0.0.1:" in said
+        assert_no_secret(done.stdout, done.stderr, said)
+        for text in (done.stderr, said):
+            assert USER not in text.replace(f"{USER}:***", "")  # at most masked with it
 
 
 def test_credentials_a_proxy_echoes_are_masked(ca_file: str) -> None:
