@@ -248,6 +248,12 @@ def cli(ctx: click.Context, /, targets: tuple[str, ...], **options: Any) -> dict
             raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", ctx, param)
         if ctx.get_parameter_source("max_interval") is not ParameterSource.DEFAULT:
             raise click.UsageError("--interval is fixed: it does not go with --max-interval")
+    if options["proxy"] is not None:  # refused even when no target would take it
+        try:
+            kinds.check_class("http").parse_options([("proxy", options["proxy"])])
+        except ValueError as exc:
+            param = next(p for p in ctx.command.params if p.name == "proxy")
+            raise click.BadParameter(str(exc), ctx, param) from None
     # click's values under wait()'s own names, as quick_params gives them
     return {"targets": targets, **options, "command": command}
 

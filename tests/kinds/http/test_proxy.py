@@ -367,6 +367,18 @@ def test_credentials_a_proxy_echoes_are_masked(ca_file: str) -> None:
         json.loads(line)
 
 
+@pytest.mark.parametrize("how", ["--proxy", "WAITFOR_PROXY"])
+def test_a_bad_proxy_is_refused_without_http_targets(how: str) -> None:
+    bad = f"ftp://{USER}:{PASSWORD}@x"
+    args, env = (["--proxy", bad], {}) if how == "--proxy" else ([], {"WAITFOR_PROXY": bad})
+    done = waitfor_cli(*args, "tcp://127.0.0.1:1", **env)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1
+    assert f"Invalid value for {how}" in lines[0] or f"Invalid value for '{how}'" in lines[0]
+    assert_no_secret(done.stderr)
+
+
 @pytest.mark.parametrize(
     ("args", "env", "said"),
     [
