@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.servers import free_port, http_server
+from tests.support.ports import free_port
+from tests.support.servers import http_server
 from waitfor import Backoff, Event, EventType, UsageError, WaitTimeout, wait_for
 
 
@@ -52,25 +53,25 @@ def test_interval_spaces_attempts_evenly_without_backoff() -> None:
         requests = len(script.requests)
     gaps = [b - a for a, b in itertools.pairwise(began)]
     assert gaps
-    assert all(0.39 <= gap < 1.2 for gap in gaps), gaps
+    assert all(0.39 <= gap < 2.0 for gap in gaps), gaps
     # the quick first attempt's request (a 503: asked again through httpx) may be one more
-    assert 3 <= len(began) <= 6
+    assert 2 <= len(began) <= 6
     assert requests in (len(began), len(began) + 1)
     # the default backoff's first gaps are far shorter (50 ms, 100 ms): this is not it
     backoff = attempt_times(f"tcp://127.0.0.1:{free_port()}", timeout=0.5)
-    assert backoff[1] - backoff[0] < 0.2
+    assert backoff[1] - backoff[0] < 0.35
 
 
 def test_interval_on_the_command_line_in_json_events() -> None:
     closed = free_port()
-    done = waitfor_cli("-o", "json", "--interval", "0.5", "-t", "2.2", f"tcp://127.0.0.1:{closed}")
+    done = waitfor_cli("-o", "json", "--interval", "0.7", "-t", "2.2", f"tcp://127.0.0.1:{closed}")
     assert done.returncode == 124, done.stderr
     (summary,) = [e for e in json_events(done.stderr) if e["event"] == "summary"]
-    # attempts at 0, 0.5, 1.0, 1.5, 2.0: five at most, three at the least on a slow machine
-    assert 3 <= summary["attempts"] <= 5, summary
+    # attempts at 0, 0.7, 1.4, 2.1: four at most, two at the least on a slow machine
+    assert 2 <= summary["attempts"] <= 4, summary
     fast = waitfor_cli("-o", "json", "-t", "2.2", f"tcp://127.0.0.1:{closed}")
     (summary,) = [e for e in json_events(fast.stderr) if e["event"] == "summary"]
-    assert summary["attempts"] > 5  # the default backoff starts at 50 ms
+    assert summary["attempts"] > 4  # the default backoff starts at 50 ms: 7 when idle
 
 
 def test_delay_puts_the_first_attempt_off_and_the_deadline_stays() -> None:
@@ -81,7 +82,7 @@ def test_delay_puts_the_first_attempt_off_and_the_deadline_stays() -> None:
     first = next(e for e in events if e["event"] == "not_ready")
     timed_out = next(e for e in events if e["event"] == "timed_out")
     assert first["elapsed"] >= 0.8
-    assert 1.5 <= timed_out["elapsed"] < 2.3  # from the start, not from the first attempt
+    assert 1.5 <= timed_out["elapsed"] < 3.0  # from the start, not from the first attempt
 
 
 def test_delay_then_ready() -> None:
@@ -151,13 +152,15 @@ def test_a_targets_own_interval_paces_it_alone() -> None:
                 began.setdefault(str(event.target), []).append(event.elapsed)
 
         with pytest.raises(WaitTimeout):
-            wait_for(f"{url}/#interval=0.5s", f"{other}/", timeout=1.8, on_event=seen)
+            wait_for(f"{url}/#interval=0.5s", f"{other}/", timeout=2.2, on_event=seen)
     paced = began[f"{url}/#interval=0.5s"]
     gaps = [b - a for a, b in itertools.pairwise(paced)]
     assert gaps
     assert all(gap >= 0.49 for gap in gaps), gaps
-    assert len(paced) <= 4
-    assert len(began[f"{other}/"]) > len(paced) + 2  # the other one kept the backoff
+    assert len(paced) <= 5
+    # the other one kept the backoff (50 ms, 100 ms, ...): some of its gaps are shorter
+    others = began[f"{other}/"]
+    assert any(b - a < 0.45 for a, b in itertools.pairwise(others)), others
 
 
 @pytest.mark.parametrize(

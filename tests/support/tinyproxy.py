@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.servers import ServerProcess
+from tests.support.servers import ServerProcess
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 #: a request line as tinyproxy logs it: "Request (file descriptor 6): GET http://h/ HTTP/1.1"

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.servers import free_port, http_server, raw_http_server, unix_http_server
+from tests.support.ports import free_port
+from tests.support.servers import http_server, raw_http_server, unix_http_server
 from tests.support.tinyproxy import Tinyproxy, tinyproxy
 from waitfor import WaitTimeout, parse_target, wait_for
 from waitfor.kinds.http.check import HttpCheck
@@ -117,7 +118,10 @@ def test_every_attempt_goes_through_the_proxy(proxy: Tinyproxy) -> None:
     (result,) = info.value.results
     assert "HTTP 503" in result.reason
     assert f"through proxy {proxy.url}" in result.reason
-    assert len(proxy.requests()) == result.attempts == len(script.requests) >= 3
+    time.sleep(0.1)  # the proxy's log line of the last request
+    # every attempt reached the proxy and the server (the last may be cut off on the way)
+    assert result.attempts >= 2
+    assert result.attempts - 1 <= len(script.requests) <= len(proxy.requests()) <= result.attempts
 
 
 def test_credentials_are_sent_as_proxy_authorization(authed_proxy: Tinyproxy) -> None:
@@ -125,7 +129,7 @@ def test_credentials_are_sent_as_proxy_authorization(authed_proxy: Tinyproxy) ->
         assert wait_for(f"{url}/", timeout=10, defaults={"proxy": authed_proxy.url})[0].ready
         wrong = authed_proxy.url.replace(PASSWORD, "wrong")
         with pytest.raises(WaitTimeout) as info:
-            wait_for(f"{url}/", timeout=1, defaults={"proxy": wrong})
+            wait_for(f"{url}/", timeout=3, defaults={"proxy": wrong})
     assert "HTTP 401" in info.value.results[0].reason  # tinyproxy's answer to bad credentials
 
 
@@ -356,7 +360,7 @@ def test_credentials_a_proxy_echoes_are_masked(ca_file: str) -> None:
     with raw_http_server(answer) as (base, heads):
         proxy_url = base.replace("http://", f"http://{USER}:{PASSWORD}@")
         done = waitfor_cli(
-            "-o", "json", "-t", "1", f"https://127.0.0.1:1/#proxy={proxy_url}&cacert={ca_file}"
+            "-o", "json", "-t", "3", f"https://127.0.0.1:1/#proxy={proxy_url}&cacert={ca_file}"
         )
     assert done.returncode == 124
     assert heads
