@@ -129,6 +129,9 @@ def main(venv: Path, root: Path) -> None:
     unreached = unreachable(site, own_packages(site), programs)
     loaded, useless = loaded_modules(python, programs | unreached)
     while stray := unreached & loaded:  # an extension module's import, which no scan sees
+        print(
+            f"rootfs: loaded by an import no scan sees: {', '.join(sorted(stray))}", file=sys.stderr
+        )
         unreached -= reached_from(site, stray)
         loaded, useless = loaded_modules(python, programs | unreached)
     unused = useless | programs | unreached
