@@ -155,7 +155,7 @@ def _interval(values: list[str]) -> float | None:
         return None
     if len(values) > 1:
         raise ValueError("option 'interval' given more than once")
-    from waitfor.core.backoff import MIN_DELAY
+    from waitfor.base.backoff import MIN_DELAY
     from waitfor.core.durations import parse_duration
 
     try:
