@@ -90,9 +90,8 @@ class Wait:
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
         #: left without an answer is continued by the runner's first, and counted as one
         self.quick: list[float] = []
-        self.quick_checks: list[
-            Check[Any]
-        ] = []  # the checks those attempts asked: the runner's too
+        #: the checks those attempts asked: the runner goes on with them (what they learnt stays)
+        self.quick_checks: list[Check[Any]] = []
 
     def ready_now(self) -> list[TargetResult] | None:
         """Every target's result if a first, synchronous attempt finds them all ready, else None.
