@@ -286,7 +286,13 @@ ROWS: dict[str, Row] = {
     "unix": Row(("unix", "http+unix"), _unix),
     "file": Row(("file",), lambda s: [f"file://{CA_IN_IMAGE}#nonempty"]),
     # no shell or tools in the image: the command is waitfor itself (subprocesses work there)
-    "exec": Row(("exec",), lambda s: ["exec:waitfor -q -t 30 tcp://127.0.0.1:5432"]),
+    "exec": Row(
+        ("exec",),
+        lambda s: [
+            "exec:waitfor -q -t 30 tcp://127.0.0.1:5432",
+            "exec:waitfor -q -t 0.2 tcp://127.0.0.1:1#exit-code=124",  # the timeout awaited
+        ],
+    ),
     "kafka": Row(("kafka", "kafka+ssl"), _kafka),
     "mongodb": Row(("mongodb",), _mongodb),
 }
