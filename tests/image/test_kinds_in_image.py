@@ -284,7 +284,13 @@ ROWS: dict[str, Row] = {
     "nats": Row(("nats", "tls"), _nats),
     "grpc": Row(("grpc", "grpcs"), _grpc),
     "unix": Row(("unix", "http+unix"), _unix),
-    "file": Row(("file",), lambda s: [f"file://{CA_IN_IMAGE}#nonempty"]),
+    "file": Row(
+        ("file",),
+        lambda s: [
+            f"file://{CA_IN_IMAGE}#nonempty",
+            f"file://{CA_IN_IMAGE}#min-size=100&contains=(%3Fm)%5E-----BEGIN%20CERTIFICATE-----$",
+        ],
+    ),
     # no shell or tools in the image: the command is waitfor itself (subprocesses work there)
     "exec": Row(
         ("exec",),
