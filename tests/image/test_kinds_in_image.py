@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -161,11 +162,13 @@ def _mysql(s: Servers) -> list[str]:
 
 def _redis(s: Servers) -> list[str]:
     tls = s.redis_tls()
+    tls_cli = ["redis-cli", "--tls", "--cacert", str(s.ca_file), "-h", "localhost"]
+    subprocess.run([*tls_cli, "-p", str(tls.port), "SET", "phase", "seeded"], check=True)
     return [
         "redis://127.0.0.1:6379",
         "redis://127.0.0.1:6379/0#mode=query",
         f"rediss://localhost:{tls.port}#cacert={CA_IN_IMAGE}",
-        f"rediss://127.0.0.1:{tls.port}#insecure",
+        f"rediss://127.0.0.1:{tls.port}#insecure&key=phase&value=%5Eseeded$",
     ]
 
 
