@@ -180,9 +180,11 @@ def _http(s: Servers) -> list[str]:
 
 def _dns(s: Servers) -> list[str]:
     server = s.dns()
+    server.add_config("mx-host=example.test,mail.example.test,10")  # restarts it
     return [
         "dns:db.example.test",  # through the mounted resolv.conf
         f"dns://{server.address}/db.example.test?type=A",
+        "dns:example.test?type=MX#expect=mail.example.test",
     ]
 
 
