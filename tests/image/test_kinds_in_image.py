@@ -141,6 +141,7 @@ def _postgres(s: Servers) -> list[str]:
     return [
         "postgresql://127.0.0.1:5432",
         "postgres://postgres@127.0.0.1:5432/postgres#mode=query",
+        "postgresql://postgres@127.0.0.1:5432/postgres#table=pg_catalog.pg_class&sql=SELECT%20true",
         f"postgresql://{user}?sslmode=require",
         f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}",
         f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}#mode=query",
@@ -155,6 +156,7 @@ def _mysql(s: Servers) -> list[str]:
     return [
         "mysql://127.0.0.1:3306",
         "mariadb://root@127.0.0.1:3306/mysql#mode=query",
+        "mysql://root@127.0.0.1:3306/mysql#table=user&sql=SELECT%20COUNT(*)%20%3E%200%20FROM%20user",
         f"mysql://{app}?ssl-mode=REQUIRED#mode=query",
         f"mysql://{app}?ssl-mode=VERIFY_IDENTITY&ssl-ca={CA_IN_IMAGE}#mode=query",
     ]
