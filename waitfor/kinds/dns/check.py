@@ -67,7 +67,7 @@ class DnsCheck(Check[DnsOptions]):
     OPTION_NAMES = frozenset({"min", "value", "expect", "resolv_conf"})
     USAGE = (
         ("dns:NAME", "has an address (A or AAAA), resolved like the app would"),
-        ("dns:NAME?type=SRV#min=3", "at least 3 SRV records (types: A AAAA CNAME SRV TXT)"),
+        ("dns:NAME?type=SRV#min=3", "at least 3 SRV records (also A AAAA CNAME TXT MX NS CAA)"),
         ("dns:NAME?type=MX#expect=mail.example.com", "that MX record (and NS, CAA)"),
         ("dns://NAMESERVER[:PORT]/NAME#value=10.0.0.7", "asks that server; awaits that record"),
     )
