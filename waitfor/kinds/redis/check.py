@@ -142,13 +142,8 @@ class RedisCheck(ConversationCheck[RedisOptions]):
         pattern = self.options.value
         if pattern is None:
             return super().probe_now(deadline)
-        if self.tls_from_start:
-            return None
-        from waitfor.kind import ProtocolError
-        from waitfor.net.conversation import first_attempt
-
         value: list[bytes] = []
-        outcome = first_attempt(self.address, self.conversation(value), deadline, (ProtocolError,))
+        outcome = self.probe_now_at(self.address, deadline, self.conversation(value))
         if outcome is None or not outcome.ready or not value:
             return outcome
         judged = self.judged(outcome, pattern.search_now(value[0]))
