@@ -303,7 +303,7 @@ ROWS: dict[str, Row] = {
         ("exec",),
         lambda s: [
             "exec:waitfor -q -t 30 tcp://127.0.0.1:5432",
-            "exec:waitfor -q -t 0.2 tcp://127.0.0.1:1#exit-code=124",  # the timeout awaited
+            "exec:waitfor tcp://db#exit-code=2",  # a refusal awaited: exit 2, missing port
         ],
     ),
     "kafka": Row(("kafka", "kafka+ssl"), _kafka),
