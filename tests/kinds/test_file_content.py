@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.attempts import assert_first_attempt_as_runner
 from tests.conftest import FAST
 from waitfor import WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
@@ -150,11 +151,35 @@ def test_all_options_must_hold(tmp_path: Path) -> None:
     assert not ready(f"file://{path}#min-size=3&contains=no")[0]
 
 
+def test_the_first_attempt_agrees(tmp_path: Path) -> None:
+    """The quick first attempt (before the event loop) judges the options as the runner does."""
+    path = tmp_path / "boot.log"
+    path.write_text("listening on :8080\n")
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    assert_first_attempt_as_runner(
+        [
+            f"file://{path}#contains=listening%20on",
+            f"file://{path}#min-size=19",
+            f"file://{path}#min-size=5&contains=(%3Fm)%5Elistening&nonempty",
+        ],
+        [
+            f"file://{path}#contains=READY",
+            f"file://{path}#min-size=20",
+            f"file://{folder}#min-size=0",
+            f"file://{tmp_path / 'missing'}#contains=x",
+        ],
+    )
+
+
 def test_only_regular_files_have_content(tmp_path: Path) -> None:
     folder = tmp_path / "dir"
     folder.mkdir()
     (folder / "entry").touch()
     assert ready(f"file://{folder}#min-size=1") == (False, f"{folder} is a directory")
+    # min-size=0 still asks for a regular file: any file, even empty, but not a directory
+    assert ready(f"file://{folder}#min-size=0") == (False, f"{folder} is a directory")
+    assert ready(f"file://{folder / 'entry'}#min-size=0")[0]
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     started = time.monotonic()

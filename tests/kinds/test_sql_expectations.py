@@ -23,6 +23,8 @@ from tests.conftest import FAST
 from tests.mysqld import MariaDB
 from tests.pg import Cluster, bindir
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from waitfor.base.deadline import Deadline
+from waitfor.core.registry import check_class
 
 
 @pytest.fixture(autouse=True)
@@ -204,6 +206,20 @@ def test_a_marker_row_awaited(pg: Cluster, my: MariaDB) -> None:
     assert result.attempts > 1
     my.sql("CREATE TABLE app.marker (v INT); INSERT INTO app.marker VALUES (3)")
     assert probe(my.url("app", extra=f"#sql={query}")).ready
+
+
+def test_no_quick_first_attempt(pg: Cluster, my: MariaDB) -> None:
+    """#table= and #sql= log in (psycopg, PyMySQL on the event loop): the quick first attempt
+    before the event loop steps aside, even for a ready target, and the runner's attempt answers."""
+    for url in [
+        pg.url(extra="#table=app.orders"),
+        pg.url(extra="#sql=SELECT%20true"),
+        my.url("app", extra="#table=t"),
+        my.url("app", extra="#sql=SELECT%201"),
+    ]:
+        target = parse_target(url)
+        assert check_class(target.scheme)(target).probe_now(Deadline.after(2)) is None, url
+        assert probe(url).ready, url
 
 
 # --- the query cannot write ------------------------------------------------------------------

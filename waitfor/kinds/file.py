@@ -48,7 +48,7 @@ HEAD_BYTES = 1024 * 1024
 
 class FileOptions(Value):
     nonempty: bool = False
-    min_size: int = 0  # bytes a regular file must hold at least (0: not checked)
+    min_size: int | None = None  # bytes a regular file must hold at least (0: a regular file)
     contains: Pattern | None = None  # the first HEAD_BYTES must match
 
 
@@ -80,7 +80,7 @@ class FileCheck(Check[FileOptions]):
                 contains = compile_pattern(pattern)
             except ValueError as exc:
                 raise ValueError(f"contains {exc}") from None
-        return FileOptions(nonempty, int(size or 0), contains)
+        return FileOptions(nonempty, None if size is None else int(size), contains)
 
     async def probe(self, deadline: Deadline) -> Outcome:
         import asyncio  # imported already by whoever awaits this; kept off the module's imports
@@ -145,7 +145,7 @@ def inspect(path: str, options: FileOptions, *, doing: Callable[[str], None]) ->
         return Outcome.down(f"{path}: no such file or directory")
     except OSError as exc:
         return Outcome.down(f"{path}: {describe_os_error(exc)}")
-    if options.min_size or options.contains is not None:
+    if options.min_size is not None or options.contains is not None:
         return _inspect_content(path, options, doing)
     if stat.S_ISDIR(info.st_mode):
         if not nonempty:
@@ -178,7 +178,7 @@ def _inspect_content(path: str, options: FileOptions, doing: Callable[[str], Non
             what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             return Outcome.down(f"{path} is {what}")
         size = info.st_size
-        if size < options.min_size:
+        if options.min_size is not None and size < options.min_size:
             return Outcome.down(f"{path} has {size} bytes, fewer than {options.min_size}")
         if size == 0 and options.nonempty:
             return Outcome.down(f"{path} is empty")
