@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.attempts import assert_first_attempt_as_runner
-from tests.conftest import FAST
+from tests.support.attempts import assert_first_attempt_as_runner
+from tests.support.fast import FAST
 from waitfor import WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError

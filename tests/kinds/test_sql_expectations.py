@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.attempts import probe
-from tests.conftest import FAST
-from tests.mysqld import MariaDB
-from tests.pg import Cluster, bindir
+from tests.support.attempts import probe
+from tests.support.fast import FAST
+from tests.support.mysqld import MariaDB
+from tests.support.pg import Cluster, bindir
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.core.registry import check_class

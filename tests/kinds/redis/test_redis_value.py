@@ -17,10 +17,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.attempts import assert_first_attempt_as_runner, probe
-from tests.conftest import FAST
-from tests.redisd import RedisServer, unavailable_reason
-from tests.servers import server_factory
+from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.fast import FAST
+from tests.support.redisd import RedisServer, unavailable_reason
+from tests.support.servers import server_factory
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 
 pytestmark = pytest.mark.skipif(

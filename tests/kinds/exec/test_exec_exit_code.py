@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST
+from tests.support.fast import FAST
 from waitfor import WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError

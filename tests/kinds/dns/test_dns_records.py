@@ -15,8 +15,8 @@ import threading
 
 import pytest
 
-from tests.conftest import FAST
-from tests.dnsserver import DnsServer
+from tests.support.dnsserver import DnsServer
+from tests.support.fast import FAST
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.kinds.dns.check import DnsCheck
 
