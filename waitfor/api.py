@@ -78,7 +78,6 @@ class Wait:
         self.reporter = reporter
         self.log = _logger(self.targets) if log else None
         self.started: float | None = None
-        self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
         #: left without an answer is continued by the runner's first, and counted as one
         self.quick: list[float] = []
@@ -101,7 +100,6 @@ class Wait:
         results = quickstart.all_ready_now(
             self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
         )
-        self.spent = time.monotonic() - started
         if results is not None and self.reporter is not None:
             self.reporter.finish(results)
         return results
@@ -110,7 +108,7 @@ class Wait:
         """Wait until every target is ready (``invert``: down), on the event loop."""
         from waitfor.core.runner import run
 
-        self._begin()
+        started = self._begin()
         _quiet_own_requests()
         in_wait = _IN_WAIT.set(True)
         try:
@@ -121,7 +119,9 @@ class Wait:
                 backoff=self.backoff,
                 invert=self.invert,
                 on_event=self._emit,
-                spent=self.spent,
+                # since the start: the synchronous first attempt and the event loop's start
+                # (importing asyncio) count against the deadline
+                spent=time.monotonic() - started,
                 first_began=self.quick,
                 once=self.once,
                 stable=self.stable,

@@ -264,7 +264,10 @@ class _Run:
         for state in states:
             if state.ready_at is None:
                 if state.attempt_began is not None:
-                    in_flight = _in_flight_reason(state, self.loop.time())
+                    # waited until the deadline: a loop woken late (a loaded machine) adds
+                    # nothing the attempt waited for
+                    ended = min(self.loop.time(), self.deadline or float("inf"))
+                    in_flight = _in_flight_reason(state, ended)
                     state.reason = sanitize.shown(in_flight, state.target.secrets)
                 self.emit(
                     Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason)
@@ -299,7 +302,7 @@ async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_St
 def _in_flight_reason(state: _State, now: float) -> str:
     """The last reason, or that the attempt cut off by the deadline was itself hanging."""
     waited = now - (state.attempt_began or now)
-    named = state.activity.reason() if state.activity is not None else None
+    named = state.activity.reason(now) if state.activity is not None else None
     if named is None and state.activity is not None and state.activity.reported is not None:
         return state.reason  # a watching check said what it knows meanwhile: that is the news
     if state.attempts <= 1:
