@@ -41,9 +41,10 @@ SECRETS = (
     "exec-pass-20",
     "unix-tok-21",
     "unix-auth-22",
-    "sql-pass-23",
-    "table-pass-24",
-    "value-pass-25",
+    "proxy-pass-23",
+    "sql-pass-24",
+    "table-pass-25",
+    "value-pass-26",
 )
 
 
@@ -60,6 +61,7 @@ def secret_targets(
     http, pg, dsn, env = free_port(), free_port(), free_port(), free_port()
     quoted, raw_at, word = free_port(), free_port(), free_port()
     mqtt, nats = free_ports(2)
+    proxy = free_port()
     targets = [
         f"http://admin:pw-userinfo-1@127.0.0.1:{http}/health?token=tok-query-2"
         "#header=Authorization:%20Bearer%20auth-hdr-3&header=Cookie:%20session=cookie-4"
@@ -76,9 +78,9 @@ def secret_targets(
         f"mysql://app:mysql-pass-13@127.0.0.1:{free_port()}/db?ssl-mode=REQUIRED#mode=query",
         f"rediss://app:redis-pass-14@127.0.0.1:{free_port()}/1#key=k",
         # the expectations of #38: a query, a table, a key's value beside a password
-        f"mysql://app:sql-pass-23@127.0.0.1:{free_port()}/db#sql=SELECT%20COUNT(*)%20%3E%200%20FROM%20t",
-        f"postgresql://app:table-pass-24@127.0.0.1:{free_port()}/db#table=app.t&sql=SELECT%20true",
-        f"redis://:value-pass-25@127.0.0.1:{free_port()}#key=k&value=%5Eready$",
+        f"mysql://app:sql-pass-24@127.0.0.1:{free_port()}/db#sql=SELECT%20COUNT(*)%20%3E%200%20FROM%20t",
+        f"postgresql://app:table-pass-25@127.0.0.1:{free_port()}/db#table=app.t&sql=SELECT%20true",
+        f"redis://:value-pass-26@127.0.0.1:{free_port()}#key=k&value=%5Eready$",
         f"memcached://app:memcached-pass-15@127.0.0.1:{free_port()}",
         f"mqtts://app:mqtt-pass-17@127.0.0.1:{mqtt}",
         f"nats://nats-token-18@127.0.0.1:{nats}",
@@ -87,6 +89,7 @@ def secret_targets(
         "exec:sh -c 'echo \"login with $1 failed\"; exit 1' sh --password=exec-pass-20",
         f"http+unix://{quote(str(tmp_path / 'none.sock'), safe='')}/health?token=unix-tok-21"
         "#header=Authorization:%20Bearer%20unix-auth-22",
+        f"https://127.0.0.1:{free_port()}/#proxy=http://px:proxy-pass-23@127.0.0.1:{proxy}",
     ]
     shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
     shown += [f"port={quoted}", f"127.0.0.1:{raw_at}"]
@@ -96,7 +99,7 @@ def secret_targets(
     if listening(RABBITMQ_PORT):  # a refused login at a real broker: the reason is told
         targets.append(f"amqp://waitfor-nobody:amqp-pass-16@127.0.0.1:{RABBITMQ_PORT}/app")
         shown.append(f"127.0.0.1:{RABBITMQ_PORT}")
-    shown += ["failed", "none.sock"]
+    shown += ["failed", "none.sock", f"through proxy http://127.0.0.1:{proxy}"]
     return targets, [*shown, f"127.0.0.1:{cluster.port}", dns_server.address]
 
 
