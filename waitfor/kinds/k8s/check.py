@@ -302,7 +302,7 @@ class K8sCheck(Check[K8sOptions]):
     async def _attempt(
         self, api: Api, spec: Spec, default_namespace: str, hold_until: float
     ) -> Outcome:
-        from waitfor.kinds.k8s import ready
+        from waitfor.kinds.k8s import kstatus, ready
 
         try:
             resource = await self._resource(api, spec.type)
@@ -321,13 +321,15 @@ class K8sCheck(Check[K8sOptions]):
         judge: Callable[[dict[str, Json]], Verdict]
         service: tuple[Resource, str, str] | None = None  # a Service's endpoints: it must exist
 
-        rule: Callable[[Json], Verdict] | None
+        rule: Callable[[Json], Verdict]
         if self.inverted or options.exists:
             rule = lambda obj: ready.Verdict(True, "exists")  # noqa: E731
         elif options.expectation:
             rule = self._expectation
         else:
-            rule = ready.RULES.get((resource.group, resource.plural))
+            rule = ready.RULES.get((resource.group, resource.plural)) or kstatus.rule(
+                resource.group, resource.plural
+            )
         if (
             spec.name is not None
             and not self.inverted
@@ -336,12 +338,6 @@ class K8sCheck(Check[K8sOptions]):
         ):
             service = (resource, spec.name, shown)
             watched, params, judge = await self._endpoints(api, spec.name, namespace)
-        elif rule is None:
-            what = "these objects" if spec.selector else label
-            return Outcome.fatal(
-                f"{resource.qualified}: no default readiness for {what}; "
-                "give #condition=TYPE, #json=PATH==VALUE or #exists"
-            )
         elif spec.name is not None:
             if options.min is not None:
                 return Outcome.fatal("min applies to a Service's endpoints or to a selector")
