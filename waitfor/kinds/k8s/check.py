@@ -69,6 +69,8 @@ class K8sOptions(Value):
     exists: bool = False
     min: int | None = None
     context: str | None = None
+    #: ``missing=ready``: an object that is not there counts as ready (a Job its TTL removed)
+    missing_ready: bool = False
 
     @property
     def expectation(self) -> bool:
@@ -98,7 +100,9 @@ def spec_of(segments: tuple[str, ...], options: K8sOptions) -> Spec:
 
 
 class K8sCheck(Check[K8sOptions]):
-    OPTION_NAMES = frozenset({"selector", "condition", "json", "exists", "min", "context"})
+    OPTION_NAMES = frozenset(
+        {"selector", "condition", "json", "exists", "min", "context", "missing"}
+    )
     WATCHES = True  # an attempt ends when its watch does: the next one begins at once
     USAGE = (
         ("k8s:[NAMESPACE/]TYPE/NAME", "rolled out / complete / Ready, as kubectl decides"),
@@ -156,7 +160,11 @@ class K8sCheck(Check[K8sOptions]):
         context = single(pairs, "context")
         if context is not None and not context.strip():
             raise ValueError("context needs a kubeconfig context name")
+        missing = single(pairs, "missing")
+        if missing is not None and missing.strip().lower() not in ("ready", "not-ready"):
+            raise ValueError("missing must be ready or not-ready (the default), e.g. missing=ready")
         return K8sOptions(
+            missing_ready=missing is not None and missing.strip().lower() == "ready",
             selector=selector.strip() if selector else None,
             condition=condition,
             json=expectations,
@@ -422,14 +430,13 @@ class K8sCheck(Check[K8sOptions]):
         Its endpoints alone would read "0/1 ready endpoints" for a Service that is not there.
         Without the right to list Services (a Role for EndpointSlices only) this is skipped.
         """
-        from waitfor.kinds.k8s import ready
         from waitfor.net.k8s.client import ApiError
 
         if self._no_service_check:
             return None
         path, params = resource.path(namespace), {"fieldSelector": f"metadata.name={name}"}
         loop = asyncio.get_running_loop()
-        verdict = ready.Verdict(False, f"service {shown} not found")
+        verdict = _missing(f"service {shown} not found", self.options.missing_ready)
         while True:
             self._doing = ("list", resource.qualified, namespace or "")
             try:
@@ -441,6 +448,8 @@ class K8sCheck(Check[K8sOptions]):
                 return None
             if listing.get("items"):
                 return None
+            if verdict.ready:
+                return verdict  # missing=ready: no need to watch for it
             self._report(verdict.reason)
             version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             self._doing = ("watch", resource.qualified, namespace or "")
@@ -494,12 +503,13 @@ class K8sCheck(Check[K8sOptions]):
     def _single(
         self, rule: Callable[[Json], Verdict], label: str, shown: str, name: str
     ) -> Callable[[dict[str, Json]], Verdict]:
-        from waitfor.kinds.k8s import ready
+
+        missing_ready = self.options.missing_ready and not self.inverted
 
         def judge(state: dict[str, Json]) -> Verdict:
             obj = state.get(name)
             if obj is None:
-                return ready.Verdict(False, f"{label} {shown} not found")
+                return _missing(f"{label} {shown} not found", missing_ready)
             verdict = rule(obj)
             if verdict.fatal:
                 verdict.reason = f"{label} {shown} {verdict.reason}"
@@ -512,9 +522,11 @@ class K8sCheck(Check[K8sOptions]):
     ) -> Callable[[dict[str, Json]], Verdict]:
         from waitfor.kinds.k8s import ready
 
+        missing_ready = self.options.missing_ready
+
         def judge(state: dict[str, Json]) -> Verdict:
             if not state:
-                return ready.Verdict(False, f"no {plural} match {selector}")
+                return _missing(f"no {plural} match {selector}", missing_ready)
             verdicts = {name: rule(obj) for name, obj in sorted(state.items())}
             count = sum(1 for verdict in verdicts.values() if verdict.ready)
             shown = f"{count}/{len(state)} {plural} ready" + (
@@ -575,6 +587,15 @@ class K8sCheck(Check[K8sOptions]):
                 )
 
         return found, params, judge
+
+
+def _missing(reason: str, counts_as_ready: bool) -> Verdict:
+    """Nothing there: not ready (retried), or with ``missing=ready`` ready, and said so."""
+    from waitfor.kinds.k8s import ready
+
+    if counts_as_ready:
+        return ready.Verdict(True, f"{reason}: counts as ready (missing=ready)")
+    return ready.Verdict(False, reason)
 
 
 def _gone() -> type[Exception]:
