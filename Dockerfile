@@ -11,11 +11,12 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE} AS build
 ARG PIP_INSTALL_ARGS=""
 # The official image has no Python; the local base comes with these installed (and no network).
-RUN if [ "$(dpkg-query -W -f='${db:Status-Status} ' python3 python3-venv ca-certificates 2>/dev/null)" \
-        != "installed installed installed " ]; then \
+# binutils: images/rootfs.py strips a wheel's shared object that still has its symbol table.
+RUN if [ "$(dpkg-query -W -f='${db:Status-Status} ' python3 python3-venv ca-certificates binutils 2>/dev/null)" \
+        != "installed installed installed installed " ]; then \
         apt-get update -qq \
      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            python3 python3-venv ca-certificates; \
+            python3 python3-venv ca-certificates binutils; \
     fi
 COPY . /src
 # One virtual environment holds waitfor and its runtime dependencies; pip itself is dropped.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bench import brokers, k8s, plots
+from bench import brokers, k8s, plots, tlsrows
 from bench.scenarios import (
     DataStores,
     Postgres,
@@ -32,6 +32,7 @@ from bench.scenarios import (
     redis_ready_at,
     rejected_logged,
     run_measured,
+    under_callgrind,
 )
 from tests.grpcserver import grpc_server
 from tests.servers import (
@@ -180,28 +181,33 @@ def _cold_start(
 
 
 def measure_instructions(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, int]:
-    """Instructions of one cold start with a ready target (callgrind), beside wait-for-it's."""
+    """Instructions of one cold start with a ready target (callgrind), beside wait-for-it's;
+    the TLS forms of every kind whose plain form has a quick first attempt, beside it."""
     port = free_port()
+    waitfor = [*under_callgrind(wf), "-q"]
     with (
         tcp_listener(port),
         http_server(Script(body=b'{"status": "UP"}')) as (url, _),
         tls_http_server() as (https_url, ca_file),
         tempfile.TemporaryDirectory(prefix="waitfor-bench-") as scratch,
         unix_http_server(f"{scratch}/app.sock"),
+        tlsrows.targets() as tls_targets,
     ):
         unix_url = f"http+unix://{quote(f'{scratch}/app.sock', safe='')}/"
-        runs = {
-            "wait-for-it tcp": [wfi, "-q", "-s", f"127.0.0.1:{port}"],
-            "waitfor tcp": [wf, "-q", f"tcp://127.0.0.1:{port}"],
-            "waitfor http": [wf, "-q", url],
-            "waitfor http status= header=": [wf, "-q", f"{url}/#status=200&header=X-A:%20b"],
-            "waitfor http json=": [wf, "-q", f"{url}/#json=status==UP"],
-            "waitfor http+unix": [wf, "-q", unix_url],
-            "waitfor https": [wf, "-q", f"{https_url}/#cacert={ca_file}"],
-            "waitfor dns:localhost": [wf, "-q", "dns:localhost"],
-            "waitfor dns://server/name": [wf, "-q", f"dns://{dns}/ready.test"],
-            "waitfor postgresql": [wf, "-q", "postgresql://127.0.0.1:5432/postgres"],
+        targets = {
+            "waitfor tcp": f"tcp://127.0.0.1:{port}",
+            "waitfor http": url,
+            "waitfor http status= header=": f"{url}/#status=200&header=X-A:%20b",
+            "waitfor http json=": f"{url}/#json=status==UP",
+            "waitfor http+unix": unix_url,
+            "waitfor https": f"{https_url}/#cacert={ca_file}",
+            "waitfor dns:localhost": "dns:localhost",
+            "waitfor dns://server/name": f"dns://{dns}/ready.test",
+            "waitfor postgresql": "postgresql://127.0.0.1:5432/postgres",
+            **tls_targets,
         }
+        runs = {"wait-for-it tcp": [wfi, "-q", "-s", f"127.0.0.1:{port}"]}
+        runs |= {name: [*waitfor, target] for name, target in targets.items()}
         if quick:  # the smoke test: a yardstick and one of ours, once
             return {name: instructions(argv, 1) for name, argv in list(runs.items())[:2]}
         return {name: instructions(argv) for name, argv in runs.items()}
@@ -298,7 +304,7 @@ def measure_detection(
             [
                 Tool("waitfor", [wf, *flags, f"postgresql://127.0.0.1:{pg_port}/postgres"]),
                 Tool(
-                    "pg_isready loop (sleep 2, the seed)",
+                    "pg_isready shell loop (sleep 2)",
                     [f"until pg_isready -q -h 127.0.0.1 -p {pg_port}; do sleep 2; done"],
                     True,
                 ),
@@ -375,7 +381,7 @@ def measure_detection(
                 [
                     Tool("waitfor", [wf, *flags, f"dns://{dns.address}/{name}"]),
                     Tool(
-                        "busybox nslookup loop (sleep 2, the seed)",
+                        "busybox nslookup shell loop (sleep 2)",
                         [
                             f"until busybox nslookup {name} {dns.address} >/dev/null 2>&1; "
                             "do sleep 2; done"

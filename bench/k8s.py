@@ -47,6 +47,10 @@ def measure(wf: str, runs: int, trials: int, as_dict: Any) -> dict[str, Any]:
             return {
                 "detection": as_dict(_detection(plane, jobs, wf, trials)),
                 "cold_start": as_dict(_cold_start(plane, jobs, wf, runs)),
+                "cold_start_in_cluster": as_dict(
+                    _cold_start_in_cluster(plane, namespace, wf, runs, Path(scratch))
+                ),
+                "many_waiters": many_waiters(plane, namespace, wf),
             }
 
 
@@ -124,6 +128,147 @@ def _cold_start(plane: lab.ControlPlane, jobs: str, wf: str, runs: int) -> list[
     )
 
 
+def _cold_start_in_cluster(
+    plane: lab.ControlPlane, namespace: str, wf: str, runs: int, scratch: Path
+) -> list[Series]:
+    """As :func:`_cold_start`, in a pod's place: no kubeconfig, the ServiceAccount's token,
+    ``ca.crt`` and namespace where the kubelet mounts them (a private mount namespace, root),
+    ``KUBERNETES_SERVICE_HOST``/``_PORT`` set. kubectl finds the same in-cluster config."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return []
+    folder = scratch / "serviceaccount"
+    folder.mkdir(exist_ok=True)
+    (folder / "token").write_text(plane.admin_token)
+    shutil.copy(plane.ca_file, folder / "ca.crt")
+    (folder / "namespace").write_text(namespace)
+    target = "/run/secrets/kubernetes.io/serviceaccount"
+    mount = f"mount -t tmpfs tmpfs /run && mkdir -p {target} && cp {folder}/* {target}"
+    kubectl = str(lab.KUBECTL)
+    tools = [
+        Tool("waitfor k8s:job (in-cluster)", [wf, "-q", f"k8s:job/{JOB}"]),
+        Tool(
+            "kubectl wait (complete, in-cluster)",
+            [kubectl, "wait", "--for=condition=complete", f"job/{JOB}", "--timeout=10s"],
+        ),
+    ]
+    port = plane.url.rpartition(":")[2]
+    env = {"KUBECONFIG": "/nonexistent", "KUBERNETES_SERVICE_HOST": "127.0.0.1"}
+    env["KUBERNETES_SERVICE_PORT"] = port
+    series = [Series(t.name) for t in tools]
+    # Each run: one shell in its own mount namespace runs both tools, timing each from inside
+    # (the unshare and mount are not the tools' cost).
+    script = f"{mount} && for i in $(seq {runs}); do "
+    for index, tool in enumerate(tools):
+        argv = " ".join(f"'{a}'" for a in tool.command)
+        script += (
+            f"s=$(date +%s%N); {argv} >/dev/null 2>&1 || echo fail{index}; "
+            f'echo "t{index} $(( $(date +%s%N) - s ))"; '
+        )
+    script += "done"
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script],
+        env={**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if "fail" in done.stdout or done.returncode != 0:
+        raise RuntimeError(f"in-cluster cold start failed: {done.stdout[-500:]} {done.stderr}")
+    for line in done.stdout.splitlines():
+        column, nanoseconds = line.split()
+        series[int(column[1:])].values.append(int(nanoseconds) / 1e9)
+    return series
+
+
+def _requests(plane: lab.ControlPlane, resource: str) -> float:
+    """apiserver_request_total for one resource, all verbs and codes (the API server's own
+    count, from its /metrics)."""
+    request = urllib.request.Request(f"{plane.url}/metrics")  # noqa: S310 (https)
+    request.add_header("Authorization", f"Bearer {plane.admin_token}")
+    context = ssl.create_default_context(cafile=str(plane.ca_file))
+    with urllib.request.urlopen(request, context=context, timeout=30) as answer:  # noqa: S310
+        text = answer.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("apiserver_request_total{") and f'resource="{resource}"' in line:
+            total += float(line.rpartition(" ")[2])
+    return total
+
+
+def many_waiters(
+    plane: lab.ControlPlane,
+    namespace: str,
+    wf: str,
+    waiters: int = 100,
+    loops: int = 10,
+    window: float = 120.0,
+) -> dict[str, Any]:
+    """``waiters`` waitfor processes and ``loops`` k8s-wait-for loops on one Job not complete:
+    the API server's requests on jobs per waiter per minute while they wait (a window after all
+    have started), then the Job completes and each waiter's exit is timed from that change."""
+    name = "many"
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    plane.api.create(
+        jobs,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "job", "image": "job:1"}],
+                        "restartPolicy": "Never",
+                    }
+                },
+            },
+        },
+    )
+    kubectl = str(lab.KUBECTL)
+    complete = '{.status.conditions[?(@.type=="Complete")].status}'
+    loop = (
+        f"until [ \"$({kubectl} get job {name} -o jsonpath='{complete}')\" = True ]; "
+        "do sleep 2; done"
+    )
+    result: dict[str, Any] = {"waiters": waiters, "loops": loops, "window_s": window}
+    before = _requests(plane, "jobs")
+    started = [Tool("waitfor", [wf, "-q", "-t", "30m", f"k8s:job/{name}"]).popen()]
+    started += [
+        Tool("waitfor", [wf, "-q", "-t", "30m", f"k8s:job/{name}"]).popen()
+        for _ in range(waiters - 1)
+    ]
+    time.sleep(20)  # every one has started and is watching
+    settled = _requests(plane, "jobs")
+    result["waitfor_start_requests_per_waiter"] = (settled - before) / waiters
+    time.sleep(window)
+    after = _requests(plane, "jobs")
+    result["waitfor_requests_per_waiter_per_minute"] = (after - settled) / waiters / (window / 60)
+    if any(p.poll() is not None for p in started):
+        raise RuntimeError("a waiter ended before the Job completed")
+    shells = [Tool("loop", [loop], True).popen() for _ in range(loops)]
+    time.sleep(10)
+    settled = _requests(plane, "jobs")
+    time.sleep(window / 2)
+    after = _requests(plane, "jobs")
+    result["kubectl_get_loop_requests_per_waiter_per_minute"] = (
+        (after - settled) / loops / (window / 2 / 60)
+    )
+    for shell in shells:
+        stop(shell)
+    pod = _bound_pod(plane, jobs, name)
+    plane.set_pod_status(namespace, pod, phase="Succeeded")
+    changed = time.monotonic()
+    exits = []
+    for process in started:
+        process.wait(timeout=60)
+        exits.append(time.monotonic() - changed)
+        if process.returncode != 0:
+            raise RuntimeError(f"a waiter exited {process.returncode}")
+    result["slowest_exit_after_change_s"] = max(exits)
+    return result
+
+
 @contextlib.contextmanager
 def _kubeconfig(path: Path) -> Iterator[None]:
     """Every waiter finds the lab as kubectl would: KUBECONFIG, inherited."""
@@ -156,13 +301,13 @@ def _create_job(plane: lab.ControlPlane, jobs: str) -> None:
     )
 
 
-def _bound_pod(plane: lab.ControlPlane, jobs: str) -> str:
+def _bound_pod(plane: lab.ControlPlane, jobs: str, job: str = JOB) -> str:
     """The Job's pod, once its controller made it, bound to the lab's node (as a scheduler
     would): what is left for the trial is the kubelet's report that it succeeded."""
     namespace = jobs.split("/")[5]
     plane.create_node()
     # this Job's pod, not the previous one's (deleted in the background, same job-name label)
-    uid = plane.api.get(f"{jobs}/{JOB}")["metadata"]["uid"]
+    uid = plane.api.get(f"{jobs}/{job}")["metadata"]["uid"]
     pods = lab.wait_until(
         "the Job's pod", lambda: plane.pods(namespace, f"controller-uid={uid}") or None
     )
@@ -205,3 +350,27 @@ def _recreate_job(plane: lab.ControlPlane, jobs: str) -> None:
         "the Job deleted", lambda: plane.api.call("GET", f"{jobs}/{JOB}").status == 404 or None
     )
     _create_job(plane, jobs)
+
+
+if __name__ == "__main__":  # python -m bench.k8s [quick|many] WAITFOR: one row, printed
+    import sys
+
+    which, wf = sys.argv[1], sys.argv[2]
+    with lab.control_plane() as plane, tempfile.TemporaryDirectory() as scratch:
+        namespace = plane.create_namespace("bench")
+        config = plane.write_kubeconfig(Path(scratch) / "config", namespace=namespace)
+        with _kubeconfig(config):
+            jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+            if which == "many":
+                print(json.dumps(many_waiters(plane, namespace, wf), indent=2))
+            else:
+                _create_job(plane, jobs)
+                for series in [
+                    *_cold_start(plane, jobs, wf, 20),
+                    *_cold_start_in_cluster(plane, namespace, wf, 20, Path(scratch)),
+                ]:
+                    values = sorted(series.values)
+                    print(
+                        f"{series.tool}: median {series.median() * 1000:.0f} ms, "
+                        f"min {values[0] * 1000:.0f} ms ({len(values)} runs)"
+                    )

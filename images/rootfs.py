@@ -17,17 +17,22 @@ Paths come from the running interpreter and ldd, never written out: no architect
 
 from __future__ import annotations
 
+import _imp
 import ast
 import compileall
+import contextlib
 import json
 import os
 import py_compile
 import re
 import shutil
 import ssl
+import struct
 import subprocess
 import sys
 import sysconfig
+import tomllib
+from collections.abc import Set
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
@@ -56,19 +61,46 @@ USER = "nonroot"
 UID = 65532
 
 # Run by the venv's python: import every module of every package in the venv, then tell which
-# modules ended up loaded. Optional parts whose own dependencies are absent fail: skipped.
+# modules ended up loaded, and which are no use here: those whose import names a distribution
+# that is not installed (anyio's trio backend), and those that load a development tool (a
+# package's own tests: certifi.tests imports unittest). What the latter load is not counted.
 IMPORT_EVERYTHING = """
-import importlib, json, pkgutil, sys, sysconfig
+import importlib, importlib.util, json, pkgutil, sys, sysconfig
 site = sysconfig.get_path("purelib")
+skipped, development = set(json.loads(sys.argv[1])), set(json.loads(sys.argv[2]))
+unused, loaded = [], set(sys.modules)
 for info in list(pkgutil.walk_packages([site], onerror=lambda name: None)):
-    if info.name.endswith("__main__"):
-        continue  # it would run a program
+    if info.name.endswith("__main__") or info.name in skipped:
+        continue  # it would run a program, or is one
+    before = set(sys.modules)
     try:
         importlib.import_module(info.name)
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").partition(".")[0]
+        if missing and importlib.util.find_spec(missing) is None:
+            unused.append(info.name)
     except BaseException:
         pass
-print(json.dumps(sorted(sys.modules)))
+    new = set(sys.modules) - before
+    if any(name.partition(".")[0] in development for name in new):
+        unused.append(info.name)
+    else:
+        loaded |= new
+print(json.dumps({"loaded": sorted(loaded), "unused": unused}))
 """
+
+
+def _frozen_modules() -> frozenset[str]:
+    """Modules the interpreter carries frozen and imports from itself, never from their file
+    (``_frozen_importlib`` is importlib._bootstrap). Empty where the interpreter cannot say."""
+    names: tuple[str, ...] = getattr(_imp, "_frozen_module_names", tuple)()
+    found = {name for name in names if not name.startswith("__")}
+    found |= {spec[2] for name in found if (spec := _imp.find_frozen(name)) and spec[2]}
+    return frozenset(found)
+
+
+# getpath finds the stdlib by its landmark, lib/python3.X/os.py or os.pyc: kept though frozen.
+FROZEN = _frozen_modules() - {"os"}
 
 
 def main(venv: Path, root: Path) -> None:
@@ -84,9 +116,12 @@ def main(venv: Path, root: Path) -> None:
             text=True,
         ).stdout.strip()
     )
-    install_venv(venv, site, root)
-    modules = stdlib_closure(site, loaded_modules(python))
-    files = [path for name in sorted(modules) for path in module_files(name)]
+    programs = command_lines(site, own_scripts())
+    loaded, useless = loaded_modules(python, programs)
+    unused = useless | programs
+    install_venv(venv, site, root, unused)
+    modules = stdlib_closure(site, loaded, unused)
+    files = [path for name in sorted(modules - FROZEN) for path in module_files(name)]
     for package in BY_NAME:
         files += sorted((STDLIB / package).rglob("*.py"))
     for path in files:
@@ -96,17 +131,20 @@ def main(venv: Path, root: Path) -> None:
         if entry.is_symlink() and not Path(os.path.realpath(entry)).is_relative_to(venv):
             install(Path(os.path.normpath(entry.parent / os.readlink(entry))), root)
     install_libraries(root)
+    strip_symbols(root)
     install_certificates(root)
+    share_certifi(python, root)
     install_users(root)
     kept = sum(1 for path in files if path.suffix == ".py")
     print(f"rootfs: {kept} stdlib modules, {du(root) / 1e6:.1f} MB", file=sys.stderr)
 
 
-def install_venv(venv: Path, site: Path, root: Path) -> None:
-    """The venv without pip's leftovers, its sources compiled to sourceless .pyc."""
+def install_venv(venv: Path, site: Path, root: Path, unused: set[str]) -> None:
+    """The venv without pip's leftovers, other commands than the project's, and ``unused``
+    modules, its sources compiled to sourceless .pyc."""
     target = root / venv.relative_to("/")
     shutil.copytree(venv, target, symlinks=True)
-    scripts = console_scripts(site)
+    scripts = own_scripts()
     for entry in (target / "bin").iterdir():
         # activate scripts and other packages' commands are not part of the image
         if not entry.is_symlink() and entry.name not in scripts:
@@ -114,6 +152,12 @@ def install_venv(venv: Path, site: Path, root: Path) -> None:
     packages = target / site.relative_to(venv)
     for cache in list(packages.rglob("__pycache__")):
         shutil.rmtree(cache)
+    for name in unused:
+        for source in module_sources(name, packages):
+            if source.name == "__init__.py":
+                shutil.rmtree(source.parent)
+            else:
+                source.unlink()
     # ddir: tracebacks name the files where they are in the image
     compileall.compile_dir(packages, ddir=str(site), quiet=1, legacy=True, workers=0)
     # RECORD lists files for pip, which is not in the image; METADATA and entry points stay
@@ -130,8 +174,9 @@ def install_venv(venv: Path, site: Path, root: Path) -> None:
         metadata.write_text(headers + "\n", encoding="utf-8")
 
 
-def console_scripts(site: Path) -> set[str]:
-    names = set()
+def console_scripts(site: Path) -> dict[str, str]:
+    """Every distribution's commands: name -> module (``waitfor = waitfor.__main__:run``)."""
+    scripts = {}
     for entry_points in site.glob("*.dist-info/entry_points.txt"):
         section = ""
         for line in entry_points.read_text().splitlines():
@@ -139,41 +184,118 @@ def console_scripts(site: Path) -> set[str]:
             if line.startswith("["):
                 section = line
             elif section == "[console_scripts]" and "=" in line:
-                names.add(line.split("=")[0].strip())
-    return names
+                name, _, target = line.partition("=")
+                scripts[name.strip()] = target.partition(":")[0].strip()
+    return scripts
 
 
-def loaded_modules(python: Path) -> set[str]:
+def own_scripts() -> set[str]:
+    """The commands of the project this file belongs to (its pyproject's [project.scripts])."""
+    with (Path(__file__).resolve().parents[1] / "pyproject.toml").open("rb") as file:
+        return set(tomllib.load(file).get("project", {}).get("scripts", {}))
+
+
+def command_lines(site: Path, own: set[str]) -> set[str]:
+    """Dependencies' own command lines (idna's, httpx's, ``python -m certifi``): modules no
+    import reaches, run only as programs, which the image never starts."""
+    scripts = console_scripts(site)
+    keep = {scripts[name] for name in own if name in scripts}
+    found = {module for name, module in scripts.items() if name not in own}
+    for main in site.rglob("__main__.py"):
+        found.add(".".join(main.relative_to(site).with_suffix("").parts))
+    found -= keep
+    sources = {source for module in found for source in module_sources(module, site)}
+    imported: set[str] = set()  # a command's module that other code imports is a library too
+    for source in site.rglob("*.py"):
+        if source not in sources:
+            imported |= imports_of(source, package_of(source, site), site)
+    return found - imported
+
+
+def loaded_modules(python: Path, skipped: Set[str] = frozenset()) -> tuple[set[str], set[str]]:
+    """What importing every venv module but ``skipped`` loads, and which of them are no use."""
     result = subprocess.run(
-        [python, "-c", IMPORT_EVERYTHING],
+        [
+            python,
+            "-c",
+            IMPORT_EVERYTHING,
+            json.dumps(sorted(skipped)),
+            json.dumps(sorted(DEVELOPMENT)),
+        ],
         check=True,
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
         timeout=300,
     )
-    return set(json.loads(result.stdout.splitlines()[-1]))
+    found = json.loads(result.stdout.splitlines()[-1])
+    return set(found["loaded"]), set(found["unused"])
 
 
-def stdlib_closure(site: Path, loaded: set[str]) -> set[str]:
-    """Stdlib modules imported by the venv's code, by the interpreter's start, and by each other."""
+def stdlib_closure(site: Path, loaded: set[str], unused: Set[str] = frozenset()) -> set[str]:
+    """Stdlib modules imported by the venv's code, by the interpreter's start, and by each other.
+
+    A lazy attribute's imports (see :class:`_Imports`) are followed once any scanned file names
+    the attribute, or star-imports its module.
+    """
     wanted: set[str] = set(loaded) | {"site", "sitecustomize", "os", "encodings"}
+    named: set[str] = set()  # identifiers the scanned files read
+    qualified: set[str] = set()  # module.attribute as read, and module.name as imported
+    starred: set[str] = set()
+    lazy: dict[str, dict[str, set[str]]] = {}  # module: attribute: imports
+    programs: dict[str, dict[str, set[str]]] = {}  # module: command-line function: imports
+    dead = {source for name in unused for source in module_sources(name, site)}
     for source in site.rglob("*.py"):
-        wanted |= imports_of(source, package_of(source, site))
+        if not dead & {source, *(folder / "__init__.py" for folder in source.parents)}:
+            found = scan(source, package_of(source, site), site)
+            wanted |= found.names
+            named |= found.identifiers
+            qualified |= found.qualified | found.names
+            starred |= found.star
     kept: set[str] = set()
     queue = sorted(wanted)
     while queue:
-        name = queue.pop()
-        if name.partition(".")[0] in DEVELOPMENT:
-            continue
-        for candidate in with_parents(name):
-            if candidate in kept or not module_files(candidate):
+        while queue:
+            name = queue.pop()
+            top = name.partition(".")[0]
+            if top in DEVELOPMENT or (top not in loaded and has_c_twin(top)):
                 continue
-            kept.add(candidate)
-            for path in module_files(candidate):
-                if path.suffix == ".py":
-                    queue += imports_of(path, package_of(path, STDLIB))
+            for candidate in with_parents(name):
+                if candidate in kept or not module_files(candidate):
+                    continue
+                kept.add(candidate)
+                for path in module_files(candidate):
+                    if path.suffix == ".py":
+                        found = scan(path, package_of(path, STDLIB))
+                        queue += found.names
+                        named |= found.identifiers
+                        qualified |= found.qualified | found.names
+                        starred |= found.star
+                        if found.lazy:
+                            lazy[candidate] = found.lazy
+                        if found.programs:
+                            programs[candidate] = found.programs
+        for module, attributes in lazy.items():
+            for attribute in list(attributes):
+                if attribute in named or module in starred:
+                    queue += attributes.pop(attribute)
+        for module, functions in programs.items():
+            for function in list(functions):
+                names = {f"{module}.{function}", f"{module.rpartition('.')[2]}.{function}"}
+                if names & qualified:
+                    queue += functions.pop(function)
     return kept
+
+
+def has_c_twin(name: str) -> bool:
+    """``_pydecimal``, ``_pyio``, ``_py_abc``: the pure-Python twin of a C module this interpreter
+    has, imported only where that one is missing (``decimal``: ``except ImportError: from
+    _pydecimal import *``), so never here."""
+    if not name.startswith("_py"):
+        return False
+    rest = name.removeprefix("_py")
+    twin = rest if rest.startswith("_") else f"_{rest}"
+    return twin in sys.builtin_module_names or bool(module_files(twin))
 
 
 def with_parents(name: str) -> list[str]:
@@ -186,28 +308,276 @@ def package_of(path: Path, base: Path) -> str:
     return ".".join(path.relative_to(base).parts[:-1])
 
 
-def imports_of(path: Path, package: str) -> set[str]:
-    """Every module an import statement anywhere in the file may load (``from a import b``: a.b)."""
-    try:
-        tree = ast.parse(path.read_bytes(), str(path))
-    except (SyntaxError, ValueError):
-        return set()  # e.g. test data written in another Python's syntax
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parent = package.split(".") if package else []
-                if node.level > 1:
-                    parent = parent[: len(parent) - node.level + 1]
-                base = ".".join([*parent, node.module] if node.module else parent)
-            else:
-                base = node.module or ""
-            if base:
-                names.add(base)
-                names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
+def imports_of(path: Path, package: str, site: Path | None = None) -> set[str]:
+    """Every module an import statement in the file may load here (``from a import b``: a.b).
+
+    Wherever the statement sits (functions too), except where it can never run on this
+    interpreter (see :class:`_Imports`). ``site``: the venv's packages, where imports resolve too.
+    """
+    return scan(path, package, site).names
+
+
+def scan(path: Path, package: str, site: Path | None = None) -> _Imports:
+    finder = _Imports(package, site)
+    with contextlib.suppress(SyntaxError, ValueError):  # e.g. another Python's test data
+        finder.visit(ast.parse(path.read_bytes(), str(path)))
+    return finder
+
+
+class _Imports(ast.NodeVisitor):
+    """Collects import statements, skipping the ones this interpreter never runs:
+
+    - under ``if`` tests known here: ``TYPE_CHECKING``, ``__name__ == "__main__"`` (a module's
+      command line, not its import), ``sys.platform``/``os.name`` comparisons (``win32``,
+      ``darwin``, ``aix`` branches), and module-level names bound to such a test
+      (``WIN = sys.platform.startswith("win")``);
+    - in the ``except ImportError`` of a ``try`` whose own imports all exist here: the fallback
+      for a module this interpreter has (``decimal``: ``try: from _decimal import *``,
+      ``except ImportError: from _pydecimal import *``).
+
+    A module's command line: its ``if __name__ == "__main__":`` block, and the functions that
+    only that block calls (``def main(): import argparse``), whose imports go to ``programs``,
+    to be followed only where some code names the function with its module (``tarfile.main``).
+
+    A module's ``__getattr__`` (PEP 562) imports for the attribute it is asked for: those imports
+    go to ``lazy`` under the attribute's name, to be followed only where some code names it
+    (``concurrent.futures.ProcessPoolExecutor`` brings multiprocessing). ``identifiers``: the
+    names this file reads, as variables, attributes or imported names.
+    """
+
+    def __init__(self, package: str, site: Path | None) -> None:
+        self.package, self.site = package, site
+        self.names: set[str] = set()
+        self.bases: set[str] = set()  # what must exist for the imports to succeed
+        self.known: dict[str, bool] = {"TYPE_CHECKING": False}
+        self.lazy: dict[str, set[str]] = {}
+        self.identifiers: set[str] = set()
+        self.star: set[str] = set()  # from m import *: every attribute of m, lazy ones too
+        self.in_function = 0
+        self.program: set[str] = set()
+        self.programs: dict[str, set[str]] = {}  # the command line's functions: their imports
+        self.qualified: set[str] = set()  # module.attribute, as read (tarfile.main)
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.program = _program_functions(node)
+        for statement in node.body:  # WIN = sys.platform.startswith("win")
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0]
+                value = self.test(statement.value)
+                if isinstance(target, ast.Name) and value is not None:
+                    self.known[target.id] = value
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in self.program and not self.in_function:
+            body = _Imports(self.package, self.site)
+            body.in_function = 1
+            body.generic_visit(node)
+            self.programs[node.name] = body.names
+            return
+        if node.name != "__getattr__" or self.in_function or len(node.args.args) != 1:
+            self.in_function += 1
+            self.generic_visit(node)
+            self.in_function -= 1
+            return
+        parameter = node.args.args[0].arg
+        for statement in node.body:
+            asked = _compared_names(statement, parameter)
+            if asked is None or not isinstance(statement, ast.If):
+                self.visit(statement)
+                continue
+            branch = _Imports(self.package, self.site)
+            branch.in_function = 1
+            for inner in statement.body:
+                branch.visit(inner)
+            for name in asked:  # (the branch's own names do not ask for the attribute)
+                self.lazy.setdefault(name, set()).update(branch.names)
+            for inner in statement.orelse:
+                self.visit(inner)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Store):
+            self.identifiers.add(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not isinstance(node.ctx, ast.Store):
+            self.identifiers.add(node.attr)
+            if isinstance(node.value, ast.Name):
+                self.qualified.add(f"{node.value.id}.{node.attr}")
+        self.generic_visit(node)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        value = self.test(node.test)
+        if value is not False:
+            for statement in node.body:
+                self.visit(statement)
+        if value is not True:
+            for statement in node.orelse:
+                self.visit(statement)
+
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
+        tried = _Imports(self.package, self.site)
+        tried.in_function = self.in_function
+        for statement in node.body:
+            tried.visit(statement)
+        self.names |= tried.names
+        self.identifiers |= tried.identifiers
+        self.star |= tried.star
+        for attribute, names in tried.lazy.items():
+            self.lazy.setdefault(attribute, set()).update(names)
+        fallback = bool(tried.names) and all(exists(name, self.site) for name in tried.bases)
+        for handler in node.handlers:
+            if not (fallback and _catches_import_error(handler)):
+                self.visit(handler)
+        for statement in [*node.orelse, *node.finalbody]:
+            self.visit(statement)
+
+    def visit_TryStar(self, node: ast.TryStar) -> None:
+        self.visit_Try(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.names.add(alias.name)
+            self.bases.add(alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            parent = self.package.split(".") if self.package else []
+            if node.level > 1:
+                parent = parent[: len(parent) - node.level + 1]
+            base = ".".join([*parent, node.module] if node.module else parent)
+        else:
+            base = node.module or ""
+        if base:
+            self.names.add(base)
+            self.names.update(f"{base}.{alias.name}" for alias in node.names)
+            self.bases.add(base)  # from a import b: b may be a name in a
+            self.identifiers.update(alias.name for alias in node.names)
+            if any(alias.name == "*" for alias in node.names):
+                self.star.add(base)
+
+    def test(self, node: ast.expr) -> bool | None:
+        """The value of an ``if`` test where this interpreter decides it, else None."""
+        if isinstance(node, ast.Name):
+            return self.known.get(node.id)
+        if isinstance(node, ast.Attribute) and node.attr == "TYPE_CHECKING":
+            return False  # typing.TYPE_CHECKING
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            value = self.test(node.operand)
+            return None if value is None else not value
+        if isinstance(node, ast.BoolOp):
+            values = [self.test(value) for value in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in values else None if None in values else True
+            return True if True in values else None if None in values else False
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            here = _platform_value(node.left)
+            other = _constant(node.comparators[0])
+            if isinstance(node.left, ast.Name) and node.left.id == "__name__":
+                here = "" if other == "__main__" else None  # imported: never "__main__"
+            if here is None or other is None:
+                return None
+            op = node.ops[0]
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                return (here == other) == isinstance(op, ast.Eq)
+            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(other, tuple):
+                return (here in other) == isinstance(op, ast.In)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "startswith"
+            and len(node.args) == 1
+        ):
+            here = _platform_value(node.func.value)
+            prefix = _constant(node.args[0])
+            if here is not None and isinstance(prefix, (str, tuple)):
+                return here.startswith(prefix)
+        return None
+
+
+def _program_functions(module: ast.Module) -> set[str]:
+    """The module-level functions that only its ``if __name__ == "__main__":`` block calls."""
+    called: set[str] = set()
+    elsewhere: set[str] = set()
+    for statement in module.body:
+        main = (
+            isinstance(statement, ast.If)
+            and isinstance(statement.test, ast.Compare)
+            and isinstance(statement.test.left, ast.Name)
+            and statement.test.left.id == "__name__"
+            and _constant(statement.test.comparators[0]) == "__main__"
+        )
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+                (called if main else elsewhere).add(node.id)
+    defined = {s.name for s in module.body if isinstance(s, ast.FunctionDef)}
+    return (called & defined) - elsewhere
+
+
+def _compared_names(statement: ast.stmt, parameter: str) -> tuple[str, ...] | None:
+    """``if name == "X":`` or ``if name in ("X", "Y"):`` in a ``__getattr__(name)``: the names."""
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return None
+    test = statement.test
+    if not (isinstance(test.left, ast.Name) and test.left.id == parameter and len(test.ops) == 1):
+        return None
+    value = _constant(test.comparators[0])
+    if isinstance(test.ops[0], ast.Eq) and isinstance(value, str):
+        return (value,)
+    if isinstance(test.ops[0], ast.In) and isinstance(value, tuple):
+        return value
+    return None
+
+
+def _platform_value(node: ast.expr) -> str | None:
+    """This interpreter's value of ``sys.platform`` or ``os.name``, where ``node`` names one."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        if (node.value.id, node.attr) == ("sys", "platform"):
+            return sys.platform
+        if (node.value.id, node.attr) == ("os", "name"):
+            return os.name
+    return None
+
+
+def _constant(node: ast.expr) -> object:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        values = [_constant(element) for element in node.elts]
+        return tuple(values) if all(isinstance(v, str) for v in values) else None
+    return None
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    caught = handler.type
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any(
+        isinstance(name, ast.Name) and name.id in ("ImportError", "ModuleNotFoundError")
+        for name in names
+    )
+
+
+def exists(name: str, site: Path | None = None) -> bool:
+    """Whether this interpreter (or the venv's packages) has the module ``name``."""
+    if name in sys.builtin_module_names or _imp.is_frozen(name) or module_files(name):
+        return True
+    if site is None:
+        return False
+    folder = site.joinpath(*name.split("."))
+    return (
+        (folder / "__init__.py").is_file()
+        or folder.with_suffix(".py").is_file()
+        or any(folder.with_name(folder.name + suffix).is_file() for suffix in EXTENSION_SUFFIXES)
+    )
+
+
+def module_sources(name: str, site: Path) -> list[Path]:
+    """The venv's source of module ``name`` (its package's __init__.py for a package)."""
+    folder = site.joinpath(*name.split("."))
+    return [path for path in (folder / "__init__.py", folder.with_suffix(".py")) if path.is_file()]
 
 
 def module_files(name: str) -> list[Path]:
@@ -309,6 +679,28 @@ def share_vendored(root: Path, system: dict[str, Path]) -> None:
                 saved.rename(vendored)
 
 
+def strip_symbols(root: Path) -> None:
+    """A shared object that still has its symbol table (google-re2's, 370 kB of 1.5 MB) loses
+    it, as Debian's own are: the dynamic symbols, which loading uses, stay."""
+    for path in elf_files(root):
+        if ".symtab" in section_names(path):
+            subprocess.run(["strip", "--strip-unneeded", path], check=True)
+
+
+def section_names(path: Path) -> set[str]:
+    """The section names of a 64-bit little-endian ELF file (the only kind ldd finds here)."""
+    data = path.read_bytes()
+    if data[4:6] != b"\x02\x01":  # ELFCLASS64, ELFDATA2LSB
+        return set()
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    if not shoff or shstrndx >= shnum:
+        return set()
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    strings = headers[shstrndx][4]  # sh_offset of the section-name table
+    return {data[strings + h[0] : data.index(b"\0", strings + h[0])].decode() for h in headers}
+
+
 def unresolved(paths: list[Path]) -> set[str]:
     """What ldd -r cannot resolve (extension modules miss the interpreter's symbols: expected)."""
     missing: set[str] = set()
@@ -356,6 +748,32 @@ def install_certificates(root: Path) -> None:
         install(config, root)
 
 
+# certifi.where() in the venv, where certifi is installed (httpx and httpcore import it)
+CERTIFI_WHERE = """
+try:
+    import certifi
+except ImportError:
+    pass
+else:
+    print(certifi.where())
+"""
+
+
+def share_certifi(python: Path, root: Path) -> None:
+    """certifi's bundle (Mozilla's roots, as Debian's bundle is) becomes a link to the bundle
+    OpenSSL reads, so the image holds one set of roots and every TLS path trusts the same ones:
+    a bundle mounted over the system's counts for httpx's defaults too."""
+    where = subprocess.run(
+        [python, "-c", CERTIFI_WHERE], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    system = ssl.get_default_verify_paths().openssl_cafile
+    bundle = root / Path(where).relative_to("/") if where else None
+    if bundle is None or not bundle.is_file() or not os.path.lexists(root / system.lstrip("/")):
+        return
+    bundle.unlink()
+    bundle.symlink_to(system)
+
+
 def install_users(root: Path) -> None:
     etc = root / "etc"
     etc.mkdir(exist_ok=True)
@@ -378,4 +796,9 @@ def du(root: Path) -> int:
 
 
 if __name__ == "__main__":
+    if "no_debug_ranges" not in sys._xoptions:
+        # Bytecode without the column ranges of each instruction (PEP 657): about 8 % smaller;
+        # tracebacks keep their file and line, only the ^^^ markers go. Compilation reads the
+        # setting from the interpreter's own options, so the script runs itself with it.
+        os.execv(sys.executable, [sys.executable, "-X", "no_debug_ranges", *sys.argv])
     main(Path(sys.argv[1]), Path(sys.argv[2]))

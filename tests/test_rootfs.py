@@ -6,6 +6,7 @@ names is kept with everything it imports in turn, wherever the import statement 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -44,6 +45,16 @@ def test_development_tools_are_never_kept(tmp_path: Path) -> None:
     assert not {"pydoc", "pdb", "bdb", "unittest"} & kept
 
 
+def test_a_pure_python_twin_of_a_c_module_is_not_kept(tmp_path: Path) -> None:
+    """decimal imports _pydecimal only where _decimal is missing; this interpreter has it."""
+    kept = rootfs.stdlib_closure(site_with(tmp_path, {"d.py": "import decimal, io, abc\n"}), set())
+    assert {"decimal", "io", "abc"} <= kept
+    assert "_decimal" in kept or "_decimal" in sys.builtin_module_names
+    assert not {"_pydecimal", "_pyio", "_py_abc"} & kept
+    loaded = rootfs.stdlib_closure(site_with(tmp_path, {}), loaded={"_pydecimal"})
+    assert "_pydecimal" in loaded  # something did import it: kept
+
+
 def test_modules_loaded_at_run_time_are_kept(tmp_path: Path) -> None:
     kept = rootfs.stdlib_closure(site_with(tmp_path, {}), loaded={"json.decoder", "_json"})
     assert {"json", "json.decoder", "site", "os", "encodings"} <= kept
@@ -56,3 +67,101 @@ def test_imports_of_resolves_from_imports_both_ways(tmp_path: Path) -> None:
     source.write_text("from . import sibling\nfrom email import utils as u\nimport os.path\n")
     found = rootfs.imports_of(source, "pkg")
     assert {"pkg", "pkg.sibling", "email", "email.utils", "os.path"} <= found
+
+
+def test_imports_this_interpreter_never_runs_are_not_followed(tmp_path: Path) -> None:
+    """Type-checking imports, other platforms' branches and a module's command line."""
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "import sys, os\n"
+        "from typing import TYPE_CHECKING\n"
+        "WIN = sys.platform.startswith('win')\n"
+        "if TYPE_CHECKING:\n    import tomllib\n"
+        "if sys.platform == 'win32':\n    import winreg\nelse:\n    import fcntl\n"
+        "if os.name == 'nt' or WIN:\n    import nturl2path\n"
+        "if not WIN:\n    import termios\n"
+        "def main():\n    import argparse\n"
+        "def used():\n    import json\n"
+        "used()\n"
+        "if __name__ == '__main__':\n    import getopt\n    main()\n    used()\n"
+    )
+    found = rootfs.scan(source, "")
+    assert {"sys", "os", "typing", "fcntl", "termios", "json"} <= found.names
+    assert not {"tomllib", "winreg", "nturl2path", "getopt", "argparse"} & found.names
+    assert found.programs == {"main": {"argparse"}}  # followed where code names mod.main
+
+
+def test_a_fallback_for_a_module_this_interpreter_has_is_not_followed(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "try:\n    from _json import scanstring\nexcept ImportError:\n    import _pydecimal\n"
+        "try:\n    import nosuchmodule_x\nexcept ImportError:\n    import fractions\n"
+        "try:\n    import _json\nexcept Exception:\n    import numbers\n"
+    )
+    found = rootfs.imports_of(source, "")
+    assert {"_json", "fractions", "numbers"} <= found  # the second's fallback is needed here
+    assert "_pydecimal" not in found
+
+
+def test_a_lazy_attribute_is_followed_only_where_code_names_it(tmp_path: Path) -> None:
+    """concurrent.futures imports multiprocessing only for ProcessPoolExecutor (PEP 562)."""
+    threads = site_with(
+        tmp_path / "a", {"d.py": "from concurrent.futures import ThreadPoolExecutor\n"}
+    )
+    kept = rootfs.stdlib_closure(threads, set())
+    assert "concurrent.futures.thread" in kept
+    assert not {"concurrent.futures.process", "multiprocessing"} & kept
+    processes = site_with(
+        tmp_path / "b", {"d.py": "import concurrent.futures as f\nf.ProcessPoolExecutor\n"}
+    )
+    assert {"concurrent.futures.process", "multiprocessing"} <= rootfs.stdlib_closure(
+        processes, set()
+    )
+
+
+def test_a_command_line_function_is_followed_where_code_calls_it(tmp_path: Path) -> None:
+    """tarfile's main() imports argparse; only code naming tarfile.main brings it."""
+    plain = rootfs.stdlib_closure(site_with(tmp_path / "a", {"d.py": "import tarfile\n"}), set())
+    assert "tarfile" in plain
+    assert "argparse" not in plain
+    named = site_with(tmp_path / "b", {"d.py": "import tarfile\ntarfile.main()\n"})
+    assert "argparse" in rootfs.stdlib_closure(named, set())
+
+
+def test_frozen_modules_are_not_kept_but_the_landmark_is() -> None:
+    assert {"codecs", "io", "site", "importlib._bootstrap"} <= rootfs.FROZEN
+    assert "os" not in rootfs.FROZEN  # getpath finds the stdlib by lib/python3.X/os.py(c)
+
+
+def test_a_dependencys_command_line_is_not_kept_unless_imported(tmp_path: Path) -> None:
+    site = site_with(
+        tmp_path,
+        {
+            "tool/__init__.py": "",
+            "tool/cli.py": "import argparse\n",
+            "tool/__main__.py": "from tool.cli import main\n",
+            "lib/__init__.py": "def main(): pass\n",
+            "app/__init__.py": "import lib\n",
+            "tool-1.dist-info/entry_points.txt": "[console_scripts]\ntool = tool.cli:main\n",
+            "lib-1.dist-info/entry_points.txt": "[console_scripts]\nlib = lib:main\n",
+        },
+    )
+    assert rootfs.command_lines(site, own=set()) == {"tool.cli", "tool.__main__"}
+
+
+def test_section_names_tell_a_symbol_table() -> None:
+    """google-re2's wheel ships its extension with a symbol table: strip_symbols' case."""
+    import re2
+
+    extension = Path(re2._re2.__file__)
+    assert {".dynsym", ".symtab"} <= rootfs.section_names(extension)
+    libc = Path(
+        os.path.realpath(
+            next(
+                p
+                for p in rootfs.linked(extension, Path("/nonexistent"))
+                if p.name.startswith("libc.so")
+            )
+        )
+    )
+    assert ".dynsym" in rootfs.section_names(libc)

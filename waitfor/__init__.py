@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from waitfor.api import wait_for, wait_for_async
+    from waitfor.cli.report import Reporter
     from waitfor.core.backoff import Backoff
-    from waitfor.core.events import Event, EventType, TargetResult
+    from waitfor.core.events import Event, EventHandler, EventType, TargetResult
+    from waitfor.core.registry import KindError
     from waitfor.core.targets import Target, parse_target
     from waitfor.errors import (
         CheckFailed,
@@ -26,18 +28,22 @@ if TYPE_CHECKING:
         WaitforError,
         WaitTimeout,
     )
-    from waitfor.kind import Address, Check, Options, Outcome
+    from waitfor.kind import Address, Check, Deadline, Options, Outcome
 
 _WHERE = {
     "Address": "waitfor.kind",
     "Backoff": "waitfor.core.backoff",
     "Check": "waitfor.kind",
     "CheckFailed": "waitfor.errors",
+    "Deadline": "waitfor.kind",
     "Event": "waitfor.core.events",
+    "EventHandler": "waitfor.core.events",
     "EventType": "waitfor.core.events",
     "Interrupted": "waitfor.errors",
+    "KindError": "waitfor.core.registry",
     "Options": "waitfor.kind",
     "Outcome": "waitfor.kind",
+    "Reporter": "waitfor.cli.report",
     "Target": "waitfor.core.targets",
     "TargetError": "waitfor.errors",
     "TargetResult": "waitfor.core.events",
@@ -53,11 +59,15 @@ __all__ = [
     "Backoff",
     "Check",
     "CheckFailed",
+    "Deadline",
     "Event",
+    "EventHandler",
     "EventType",
     "Interrupted",
+    "KindError",
     "Options",
     "Outcome",
+    "Reporter",
     "Target",
     "TargetError",
     "TargetResult",

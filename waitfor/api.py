@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from waitfor.core.backoff import MIN_DELAY, Backoff
 from waitfor.core.durations import MAX_SECONDS, parse_duration
@@ -40,7 +40,8 @@ class Wait:
     :meth:`run_sync` calls :meth:`ready_now` first: when every target is ready at once (the
     common case for an init container) the wait ends there, without importing asyncio.
     Otherwise :meth:`run` waits as usual, against the same deadline and clock. The parameters
-    are those of :func:`wait_for`; ``log`` also sends the events to the ``waitfor`` logger.
+    are those of :func:`wait_for`; ``log`` also sends the events to the ``waitfor`` logger (as
+    :func:`wait_for` does).
     """
 
     def __init__(
@@ -194,20 +195,11 @@ async def wait_for_async(
     stable: float | str = 0.0,
     any_ready: bool = False,
 ) -> list[TargetResult]:
-    wait = Wait(
-        *targets,
-        timeout=timeout,
-        attempt_timeout=attempt_timeout,
-        invert=invert,
-        backoff=backoff,
-        on_event=on_event,
-        reporter=reporter,
-        defaults=defaults,
-        stable=stable,
-        any_ready=any_ready,
-        log=True,
-    )
-    return await wait.run()
+    """Wait until every target is ready (``invert``: down), on the running event loop.
+
+    The parameters, the result and the errors are those of :func:`wait_for`.
+    """
+    return await _wait(targets, locals()).run()
 
 
 def wait_for(
@@ -222,64 +214,50 @@ def wait_for(
     stable: float | str = 0.0,
     any_ready: bool = False,
 ) -> list[TargetResult]:
+    """Wait until every target is ready (``invert``: down); blocks, so not inside an event loop.
+
+    Parameters:
+        targets: target strings (``"postgresql://db:5432/app"``,
+            ``"https://api/healthz#status=204"``) or :class:`~waitfor.Target` values from
+            :func:`~waitfor.parse_target`.
+        timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
+            waits forever; ``0`` makes one attempt per target and returns or raises at once
+            (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
+        attempt_timeout: the most one attempt may take (seconds or a duration).
+        invert: wait until every target is *down* instead.
+        backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
+        on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
+        reporter: a :class:`~waitfor.Reporter` writing progress lines, as the CLI does.
+        defaults: option values applied to every target whose kind takes them and that does
+            not set them itself, as the CLI's ``--insecure``/``--cacert`` do
+            (``{"insecure": True}``); a name no kind takes is refused.
+        stable: seconds or a duration a target must keep answering ready (every attempt, a
+            failure starts again) before it counts; a target's own ``#stable=`` wins. 0: at once.
+        any_ready: done as soon as any one target is ready (the others are cancelled); raises
+            WaitTimeout only when none was. Every target's result says which were.
+
+    Every event also goes to the ``logging`` logger ``waitfor`` (at INFO a new or changed reason,
+    paced as the CLI's text output, one progress line for all targets, and readiness; a timeout
+    as a WARNING; the rest at DEBUG), which is silent unless the application configures logging.
+
+    Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
+    :class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
+    the deadline passes, :class:`~waitfor.UsageError` for bad input, and
+    :class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
+    """
     if _in_event_loop():
         raise UsageError(
             "wait_for() blocks and cannot run inside a running event loop; "
             "use 'await wait_for_async(...)' there"
         )
-    wait = Wait(
-        *targets,
-        timeout=timeout,
-        attempt_timeout=attempt_timeout,
-        invert=invert,
-        backoff=backoff,
-        on_event=on_event,
-        reporter=reporter,
-        defaults=defaults,
-        stable=stable,
-        any_ready=any_ready,
-        log=True,
-    )
-    return wait.run_sync()
+    return _wait(targets, locals()).run_sync()
 
 
-_PARAMETERS = """
-Parameters:
-    targets: target strings (``"postgresql://db:5432/app"``, ``"https://api/healthz#status=204"``)
-        or :class:`~waitfor.Target` values from :func:`~waitfor.parse_target`.
-    timeout: seconds or a duration (``90``, ``"90s"``, ``"5m"``) for the whole wait; ``None``
-        waits forever; ``0`` makes one attempt per target and returns or raises at once
-        (an "is it ready now?" check; the CLI's ``-t 0`` instead means forever).
-    attempt_timeout: the most one attempt may take (seconds or a duration).
-    invert: wait until every target is *down* instead.
-    backoff: the delays between attempts (:class:`~waitfor.Backoff`; at least 10 ms).
-    on_event: called with every :class:`~waitfor.Event` (attempt, not ready, ready, ...).
-    reporter: a :class:`waitfor.cli.report.Reporter` writing progress lines, as the CLI does.
-    defaults: option values applied to every target whose kind takes them and that does
-        not set them itself, as the CLI's ``--insecure``/``--cacert`` do
-        (``{"insecure": True}``); a name no kind takes is refused.
-    stable: seconds or a duration a target must keep answering ready (every attempt, a
-        failure starts again) before it counts; a target's own ``#stable=`` wins. 0: at once.
-    any_ready: done as soon as any one target is ready (the others are cancelled); raises
-        WaitTimeout only when none was. Every target's result says which were.
-
-Every event also goes to the ``logging`` logger ``waitfor`` (at INFO a new or changed reason,
-paced as the CLI's text output, one progress line for all targets, and readiness; a timeout
-as a WARNING; the rest at DEBUG), which is silent unless the application configures logging.
-
-Returns each target's :class:`~waitfor.TargetResult`, in order. Raises
-:class:`~waitfor.WaitTimeout` (also a ``TimeoutError``; every target's last reason) when
-the deadline passes, :class:`~waitfor.UsageError` for bad input, and
-:class:`~waitfor.CheckFailed` when a check cannot succeed by retrying.
-"""
-wait_for_async.__doc__ = (
-    "Wait until every target is ready (``invert``: down), on the running event loop.\n"
-    + _PARAMETERS
-)
-wait_for.__doc__ = (
-    "Wait until every target is ready (``invert``: down); blocks, so not inside an event loop.\n"
-    + _PARAMETERS
-)
+def _wait(targets: Sequence[str | Target], parameters: dict[str, Any]) -> Wait:
+    """The :class:`Wait` of a call of :func:`wait_for` or :func:`wait_for_async`, given its
+    ``locals()`` on entry (its parameters, which are Wait's: tests/test_options.py), logging."""
+    keywords = {name: value for name, value in parameters.items() if name != "targets"}
+    return Wait(*targets, **keywords, log=True)
 
 
 def _in_event_loop() -> bool:

@@ -73,7 +73,8 @@ Also here, for kinds: the conversation template (:class:`ConversationCheck`, its
 (:func:`urlsplit`, :func:`unquote`, :func:`host_port`, :func:`userinfo`, :func:`query`,
 :data:`MASK`, :func:`is_secret_name`, and the modules ``urls``, ``redaction``, ``sanitize``),
 RE2 patterns (:class:`Pattern`, :func:`compile_pattern`) and JSON expectations
-(:class:`JsonExpectation`, the module ``jsonexpect``). Those a cold start does not need are
+(:class:`JsonExpectation`, the module ``jsonexpect``), and :class:`KindError` (what a
+third-party kind that cannot be loaded is reported as). Those a cold start does not need are
 imported on first use.
 """
 
@@ -90,6 +91,7 @@ from waitfor.base.urls import host_port
 from waitfor.base.urlsplit import unquote, urlsplit
 from waitfor.base.values import Value
 from waitfor.core.check import Address, Check, standard_address
+from waitfor.core.registry import KindError
 from waitfor.core.target import Target
 from waitfor.net.errors import describe_os_error
 
@@ -123,6 +125,7 @@ __all__ = [
     "ConversationOptions",
     "Deadline",
     "JsonExpectation",
+    "KindError",
     "NetError",
     "OptionPairs",
     "Options",

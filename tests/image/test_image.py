@@ -52,8 +52,9 @@ def test_image_metadata_and_size(image: str, capsys: pytest.CaptureFixture[str])
     assert len(info["RootFS"]["Layers"]) == 1  # FROM scratch: one layer, nothing beneath
     total, packed = size(image), gzipped_size(image)
     with capsys.disabled():
-        print(f"\nimage {image}: {total / 1e6:.1f} MB, {packed / 1e6:.1f} MB gzipped")
-    assert total <= 40e6
+        print(f"\nimage {image}: {total / 1e6:.2f} MB, {packed / 1e6:.2f} MB gzipped")
+    assert total <= 37e6
+    assert packed <= 13.5e6
 
 
 # Run by the image's own interpreter (there is nothing else in it): every file in the image.

@@ -355,7 +355,7 @@ def test_output_modes_exec_and_environment(image: str, servers: Servers) -> None
     lines = run(image, servers, "--output=json", target).stderr.splitlines()
     events = [json.loads(line)["event"] for line in lines]
     assert events[0] == "begin"
-    assert events[-1] == "summary"
+    assert events[-2:] == ["summary", "exit"]  # the last line carries the exit code
     assert "ready" in events
     # exec: waitfor becomes the command (found on PATH, no shell involved)
     executed = run(image, servers, target, "--", "waitfor", "--version")

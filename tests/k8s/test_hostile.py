@@ -48,6 +48,17 @@ JOB = {"metadata": {"name": "x", "resourceVersion": "5"}, "status": {"active": 1
 LIST = {"kind": "JobList", "metadata": {"resourceVersion": "5"}, "items": [JOB]}
 
 
+def read_head(conn: socket.socket) -> bytes | None:
+    """A request's line and headers (and whatever came with them); None if the client left."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        head += data
+    return head
+
+
 def reply(conn: socket.socket, status: int, body: bytes, headers: str = "") -> None:
     head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\nConnection: close\r\n{headers}"
     conn.sendall(head.encode() + b"\r\n" + body)
@@ -72,12 +83,9 @@ def api_server(
     """A fake API server: real discovery for jobs.batch, then the scripted list and watch."""
 
     def answer(conn: socket.socket) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            data = conn.recv(65536)
-            if not data:
-                return
-            head += data
+        head = read_head(conn)
+        if head is None:
+            return
         target = head.split(b" ", 2)[1].decode()
         path, query = urlsplit(target).path, parse_qs(urlsplit(target).query)
         documents = {"/api/v1": CORE, "/apis": GROUPS, "/apis/batch/v1": BATCH}

@@ -23,6 +23,7 @@ from tests.k8s.test_hostile import (
     LIST,
     clean,
     kubeconfig,
+    read_head,
     reply,
     reply_json,
     stream_head,
@@ -56,12 +57,9 @@ def counting_server(
     served = documents or {"/api/v1": CORE, "/apis": GROUPS, "/apis/batch/v1": BATCH}
 
     def serve(conn: socket.socket) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            data = conn.recv(65536)
-            if not data:
-                return
-            head += data
+        head = read_head(conn)
+        if head is None:
+            return
         target = head.split(b" ", 2)[1].decode()
         path, query = urlsplit(target).path, parse_qs(urlsplit(target).query)
         with counted.lock:

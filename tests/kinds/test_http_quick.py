@@ -292,9 +292,10 @@ def test_both_paths_send_the_same_bytes(
 @settings(max_examples=300, deadline=None)
 @given(
     url=st.builds(
-        "http://{}{}{}".format,
+        "{}://{}{}{}".format,
+        st.sampled_from(["http", "https", "HTTP", "HTTPS", "Https"]),
         st.sampled_from(["127.0.0.1", "Example.COM", "[::1]", "[FE80::1]", "1.2.3.4", "a_b~c"]),
-        st.sampled_from(["", ":80", ":080", ":8080", ":65535"]),
+        st.sampled_from(["", ":80", ":080", ":443", ":0443", ":8080", ":65535"]),
         st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12),
     )
 )
@@ -304,7 +305,9 @@ def test_the_request_line_and_host_are_httpxs(url: str) -> None:
     if origin is None:
         return
     parsed = httpx.URL(url)
-    assert origin == (parsed.netloc.decode(), parsed.raw_path.decode())
+    netloc, target = parsed.netloc.decode(), parsed.raw_path.decode()
+    # the name httpcore hands to TLS (SNI, the certificate's check): the URL's raw host
+    assert origin == (parsed.scheme, parsed.raw_host.decode(), netloc, target)
 
 
 def test_a_request_httpx_writes_its_own_way_is_left_to_it() -> None:

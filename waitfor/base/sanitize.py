@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from functools import lru_cache
 
 MASK = "***"
 MAX_LENGTH = 400
 ELLIPSIS = "..."
 #: what percent-encoding leaves as it is (RFC 3986 unreserved)
+#: the secrets' patterns kept, one a target's set of secrets: a long-lived program waiting on
+#: ever new targets (rotated passwords) must not keep every one it ever saw
+PATTERNS_KEPT = 64
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
-_patterns: dict[frozenset[str], re.Pattern[str] | None] = {}
 
 
 def shown(text: str, secrets: Collection[str] = ()) -> str:
@@ -70,18 +72,15 @@ def _one_line(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=PATTERNS_KEPT)
 def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
-    if secrets not in _patterns:
-        # A form of nothing but '*' would find the mask itself in a reason already cleaned.
-        forms = {form for secret in secrets for form in _forms(secret) if form.strip("*")}
-        # The longest first: a secret that holds another is hidden whole.
-        alternatives = sorted(forms, key=len, reverse=True)
-        _patterns[secrets] = (
-            re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
-            if alternatives
-            else None
-        )
-    return _patterns[secrets]
+    # A form of nothing but '*' would find the mask itself in a reason already cleaned.
+    forms = {form for secret in secrets for form in _forms(secret) if form.strip("*")}
+    # The longest first: a secret that holds another is hidden whole.
+    alternatives = sorted(forms, key=len, reverse=True)
+    if not alternatives:
+        return None
+    return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
 
 
 def _forms(secret: str) -> set[str]:

@@ -9,20 +9,31 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
 from waitfor.cli import termination
-from waitfor.cli.reading import DEFAULTS, MIN_INTERVAL, die, split_command
-from waitfor.cli.report import OUTPUTS
+from waitfor.cli.reading import (
+    CHOICE,
+    DURATION,
+    FILE,
+    FLAG,
+    MIN_INTERVAL,
+    OPTIONS,
+    PATH,
+    Option,
+    die,
+    split_command,
+)
 from waitfor.cli.signals import ignore_interrupts
 from waitfor.core import registry as kinds
 from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted
 
 COMMAND_KEY = "waitfor.command"
+F = TypeVar("F", bound=Callable[..., Any])
 
 EPILOG = """\
 \b
@@ -172,6 +183,31 @@ class WaitforCommand(click.Command):
         return renamed
 
 
+def click_option(option: Option) -> Callable[[F], F]:
+    """The click option for one declared option (:mod:`waitfor.cli.reading`)."""
+    kwargs: dict[str, Any] = {"help": option.help, "envvar": option.envvar}
+    if option.value == FLAG:
+        kwargs.update(is_flag=True, type=Flag())
+    else:
+        kwargs.update(default=option.default, show_default=option.show_default)
+        kwargs["type"] = {
+            DURATION: Duration(),
+            CHOICE: click.Choice(option.choices),
+            FILE: click.Path(exists=True, dir_okay=False),
+            PATH: click.Path(dir_okay=False),  # FILE in --help
+        }.get(option.value)
+    if option.metavar is not None:
+        kwargs["metavar"] = option.metavar
+    return click.option(*option.flags, option.name, **kwargs)
+
+
+def with_options(command: F) -> F:
+    """Every declared option on the command, in their order (the last decorator comes first)."""
+    for option in reversed(OPTIONS):
+        command = click_option(option)(command)
+    return command
+
+
 @click.command(
     cls=WaitforCommand,
     epilog=EPILOG,
@@ -185,144 +221,27 @@ class WaitforCommand(click.Command):
     envvar="WAITFOR_TARGETS",
     metavar="TARGET... [-- COMMAND...]",
 )
-@click.option(
-    "-t",
-    "--timeout",
-    type=Duration(),
-    default=DEFAULTS["timeout"],
-    show_default=True,
-    help="Give up after this long (90, 90s, 5m; 0 = wait forever). Exit 124.",
-)
-@click.option(
-    "--attempt-timeout",
-    type=Duration(),
-    default=DEFAULTS["attempt_timeout"],
-    show_default=True,
-    help="Longest a single attempt may take (never more than the time left).",
-)
-@click.option(
-    "--max-interval",
-    type=Duration(),
-    default=DEFAULTS["max_interval"],
-    show_default=True,
-    help="Cap of the jittered exponential backoff between attempts (from 50ms; at least 10ms).",
-)
-@click.option(
-    "--invert", is_flag=True, type=Flag(), help="Wait until the targets are down instead."
-)
-@click.option(
-    "--stable",
-    type=Duration(),
-    default=DEFAULTS["stable"],
-    help="Ready only after answering ready this long without a failure (a target's #stable= wins).",
-)
-@click.option(
-    "--any",
-    "any_ready",
-    is_flag=True,
-    type=Flag(),
-    envvar="WAITFOR_ANY",
-    help="Done as soon as any one target is ready; the others are cancelled.",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(OUTPUTS),
-    default=DEFAULTS["output"],
-    show_default=True,
-    help=(
-        "Progress on stderr: auto (tty when stderr is a terminal, else text), text, tty, json"
-        " (one JSON object per line), quiet (only why the wait failed)."
-    ),
-)
-@click.option("-q", "--quiet", is_flag=True, type=Flag(), help="Print only why the wait failed.")
-@click.option(
-    "--insecure",
-    is_flag=True,
-    type=Flag(),
-    help="TLS targets (https, grpcs, rediss, amqps, ...): skip TLS verification.",
-)
-@click.option(
-    "--cacert",
-    type=click.Path(exists=True, dir_okay=False),
-    help="TLS targets (https, grpcs, rediss, amqps, ...): trust this CA bundle (PEM).",
-)
-@click.option(
-    "--cert",
-    type=click.Path(dir_okay=False),  # FILE in --help; a missing one is the target's error
-    help="TLS targets: client certificate (PEM) for servers that require one (mutual TLS).",
-)
-@click.option(
-    "--key",
-    type=click.Path(dir_okay=False),
-    help="TLS targets: the client certificate's private key (PEM).",
-)
-@click.option(
-    "--key-password",
-    help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
-)
-@click.option(
-    "--resolv-conf",
-    type=click.Path(exists=True, dir_okay=False),
-    help="dns: resolver configuration to use instead of /etc/resolv.conf.",
-)
-@click.option(
-    "--termination-log",
-    metavar="PATH",
-    help=(
-        "On failure, write why here (default: /dev/termination-log when it exists, where"
-        " kubectl describe pod shows it)."
-    ),
-)
-@click.option(
-    "--events",
-    is_flag=True,
-    type=Flag(),
-    help=(
-        "In a pod: post Kubernetes Events on it (Waiting, NotReady, Ready, TimedOut); needs"
-        " create, patch on events."
-    ),
-)
+@with_options
 # not from WAITFOR_VERSION: a variable some tool sets would end the wait at once, exit 0
 @click.version_option(
     package_name="waitfor", message="%(prog)s %(version)s", allow_from_autoenv=False
 )
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    targets: tuple[str, ...],
-    timeout: float,
-    attempt_timeout: float,
-    max_interval: float,
-    invert: bool,
-    stable: float,
-    any_ready: bool,
-    output: str,
-    quiet: bool,
-    insecure: bool,
-    cacert: str | None,
-    cert: str | None,
-    key: str | None,
-    key_password: str | None,
-    resolv_conf: str | None,
-    termination_log: str | None,
-    events: bool,
-) -> dict[str, Any]:
+def cli(ctx: click.Context, /, targets: tuple[str, ...], **options: Any) -> dict[str, Any]:
     """Wait until every TARGET is ready, then exit 0 or exec COMMAND."""
-    termination.current = termination.TerminationLog(termination_log)
+    termination.current = termination.TerminationLog(options.pop("termination_log"))
     command: list[str] = ctx.meta.get(COMMAND_KEY, [])
     if command and not command[0]:
         raise click.UsageError("the command after -- is empty")
     if not targets:
         raise click.UsageError("no targets given (as arguments or in WAITFOR_TARGETS)")
-    if attempt_timeout <= 0:
+    if options["attempt_timeout"] <= 0:
         raise click.BadParameter("must be more than 0", param_hint="--attempt-timeout")
-    if max_interval < MIN_INTERVAL:
+    if options["max_interval"] < MIN_INTERVAL:
         # A zero cap would probe in a tight loop: thousands of connections a second.
         raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", param_hint="--max-interval")
     # click's values under wait()'s own names, as quick_params gives them
-    params = {name: value for name, value in ctx.params.items() if name != "termination_log"}
-    return {**params, "command": command}
+    return {"targets": targets, **options, "command": command}
 
 
 def main(args: Sequence[str]) -> dict[str, Any]:

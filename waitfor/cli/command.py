@@ -23,7 +23,16 @@ from typing import Any, NoReturn
 
 from waitfor import api
 from waitfor.cli import termination
-from waitfor.cli.reading import DEFAULTS, ERRORS, VARIABLES, die, split_command
+from waitfor.cli.reading import (
+    DEFAULTS,
+    DURATION,
+    ERRORS,
+    FLAG,
+    OPTIONS,
+    VARIABLES,
+    die,
+    split_command,
+)
 from waitfor.cli.report import Reporter, Tee, error_line, exit_line, json_line, make_reporter
 from waitfor.cli.signals import (
     INHERITED_IGNORED,
@@ -32,6 +41,7 @@ from waitfor.cli.signals import (
     exiting,
     ignore_interrupts,
     install,
+    install_for_a_call,
     interrupt,
     pending,
     raise_pending,
@@ -43,10 +53,10 @@ from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.net.errors import describe_os_error
 
-DURATIONS = ("timeout", "attempt_timeout", "max_interval", "stable")
+DURATIONS = tuple(option.name for option in OPTIONS if option.value == DURATION)
 #: the words quick_params reads: flags, and options followed by their value
-QUICK_FLAGS = {"-q": "quiet", "--quiet": "quiet"}
-QUICK_VALUED = {"-t": "timeout", "--timeout": "timeout"}
+QUICK_FLAGS = {f: o.name for o in OPTIONS if o.quick and o.value == FLAG for f in o.flags}
+QUICK_VALUED = {f: o.name for o in OPTIONS if o.quick and o.value != FLAG for f in o.flags}
 
 
 def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -93,46 +103,20 @@ def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, A
     return {"targets": tuple(targets), **params, "command": command}
 
 
-def wait(
-    *,
-    targets: tuple[str, ...],
-    timeout: float,
-    attempt_timeout: float,
-    max_interval: float,
-    invert: bool,
-    stable: float,
-    any_ready: bool,
-    output: str,
-    quiet: bool,
-    insecure: bool,
-    cacert: str | None,
-    cert: str | None,
-    key: str | None,
-    key_password: str | None,
-    resolv_conf: str | None,
-    events: bool,
-    command: list[str],
-) -> None:
+def wait(*, targets: tuple[str, ...], command: list[str], **options: Any) -> None:
     """Wait until every target is ready, then return or exec ``command``: the command's work,
-    once its words are read and checked (the termination log is set already)."""
+    once its words are read and checked (the termination log is set already). ``options``:
+    every declared option's value (:mod:`waitfor.cli.reading`) but the termination log's."""
     raise_pending()  # a signal Python swallowed while the words were read
-    defaults = {}
-    if insecure:
-        defaults["insecure"] = "true"
-    if cacert:
-        defaults["cacert"] = cacert
-    if resolv_conf:
-        defaults["resolv_conf"] = resolv_conf
-    # client_key: key's other name, as redis's key=NAME is a key, not a file
-    for name, value in (("cert", cert), ("client_key", key), ("key_password", key_password)):
-        if value is not None:
-            defaults[name] = value
+    keywords = {o.keyword: options[o.name] for o in OPTIONS if o.keyword is not None}
+    keywords["timeout"] = keywords["timeout"] or None  # the command's 0 is forever
+    max_interval = options["max_interval"]
     backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
-    shown = make_reporter("quiet" if quiet else output, sys.stderr)
+    shown = make_reporter("quiet" if options["quiet"] else options["output"], sys.stderr)
     guard: Callable[[], contextlib.AbstractAsyncContextManager[None]] = signals_cancel
     final = termination.current
     reporter: Reporter = Tee(shown, final)
-    if events:
+    if options["events"]:
         from waitfor.cli.podevents import PodEvents
 
         poster = PodEvents(shown.note)
@@ -146,15 +130,7 @@ def wait(
         guard = lambda: _nested(outer(), hint.running())  # noqa: E731
 
     wait = api.Wait(
-        *targets,
-        timeout=timeout or None,
-        attempt_timeout=attempt_timeout,
-        invert=invert,
-        backoff=backoff,
-        reporter=reporter,
-        stable=stable,
-        any_ready=any_ready,
-        defaults=defaults,
+        *targets, **keywords, backoff=backoff, reporter=reporter, defaults=target_defaults(options)
     )
     try:
         wait.run_sync(guard=guard)  # all ready at once: no event loop, no asyncio import
@@ -166,6 +142,18 @@ def wait(
     raise_pending()  # a signal Python swallowed on the way: interrupted, not ready
     if command:
         exec_command(command)
+
+
+def target_defaults(options: Mapping[str, Any]) -> dict[str, str]:
+    """The options that are defaults for every target's ``#option`` (``--insecure``: insecure=true),
+    under the targets' names; those not given are left out."""
+    defaults: dict[str, str] = {}
+    for option in OPTIONS:
+        name = option.target_option
+        value = None if name is None else options[option.name]
+        if name is not None and value is not None and value is not False:
+            defaults[name] = "true" if value is True else value
+    return defaults
 
 
 @contextlib.asynccontextmanager
@@ -239,9 +227,18 @@ def exec_command(command: Sequence[str]) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The command, ending in SystemExit. Called as a function, it leaves the signal handlers
+    and ``sys.unraisablehook`` as it found them."""
     # Installed first thing (by waitfor.cli.entry, before this module was imported, for the
     # command): as PID 1 in a container, a signal without a handler is ignored.
-    install()
+    restore = install_for_a_call()
+    try:
+        _main(argv)
+    finally:
+        restore()
+
+
+def _main(argv: Sequence[str] | None) -> NoReturn:
     termination.current = termination.TerminationLog()  # until the options are read
     args = list(argv) if argv is not None else sys.argv[1:]
     try:

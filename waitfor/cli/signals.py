@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -24,7 +25,7 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 INHERITED_IGNORED: list[signal.Signals] = []
 _installed: list[bool] = []
 #: every interrupt the handlers raised, in order: one Python swallowed is still known here.
-#: Never cleared: the command ends on its first interrupt (handlers are once per process too).
+#: Never cleared while the handlers stand: the command ends on its first interrupt.
 _received: list[int] = []
 
 
@@ -48,6 +49,28 @@ def install() -> None:
         signal.signal(signum, interrupt)
     sys.unraisablehook = _unraisable
     _installed.append(True)
+
+
+def install_for_a_call() -> Callable[[], None]:
+    """:func:`install`, for one call of the command as a function (a test, a program embedding
+    it): returns what puts back the handlers and ``sys.unraisablehook`` it found, and forgets the
+    call's interrupts. A no-op pair where they are installed already (the console script's own
+    run, whose process ends with the command)."""
+    if _installed:
+        return lambda: None
+    handlers = [(signum, signal.getsignal(signum)) for signum in INTERRUPTS]
+    hook = sys.unraisablehook
+    install()
+
+    def restore() -> None:
+        for signum, handler in handlers:
+            if handler is not None:  # None: installed from C, not Python's to put back
+                signal.signal(signum, handler)
+        sys.unraisablehook = hook
+        _installed.clear()
+        _received.clear()
+
+    return restore
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:

@@ -6,8 +6,9 @@ A conversation kind is its folder: the front module (``__init__.py``) subclasses
 target from :meth:`~ConversationCheck.conversation`; its wire module writes that conversation once
 (see :mod:`waitfor.net.conversation`), raising :class:`ProtocolError` for bytes that are not its
 protocol. The template connects (TLS from the first byte for ``TLS_SCHEME``), runs
-it on the event loop or, for the quick first attempt, on a blocking socket, and words every
-failure the same way for every kind (:func:`failure_reason`).
+it on the event loop or, for the quick first attempt, on a blocking socket (TLS there too, with
+the same context and server name), and words every failure the same way for every kind
+(:func:`failure_reason`).
 """
 
 from __future__ import annotations
@@ -120,11 +121,25 @@ class ConversationCheck(Check[OptionsT]):
             return Outcome.down(failure_reason(exc, self.SERVER))
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        if self.tls_from_start:
-            return None  # TLS is the runner's: the first attempt stays free of ssl
+        return self.probe_now_at(self.address, deadline)
+
+    def probe_now_at(self, address: tuple[str, int], deadline: Deadline) -> Outcome | None:
+        """The runner's attempt at ``address`` on a blocking socket, TLS included (the same
+        context; ssl is imported only for a target that speaks it): :meth:`probe_at`'s twin."""
         from waitfor.net.conversation import first_attempt
 
-        return first_attempt(self.address, self.conversation(), deadline, (ProtocolError,))
+        return first_attempt(
+            address,
+            self.conversation(),
+            deadline,
+            (ProtocolError,),
+            tls=self.make_tls_context,
+            tls_from_start=self.tls_from_start,
+        )
+
+    def make_tls_context(self) -> ssl.SSLContext:
+        """:attr:`tls_context` as a factory, for a handshake the conversation may not reach."""
+        return self.tls_context
 
 
 def failure_reason(exc: BaseException, server: str) -> str:

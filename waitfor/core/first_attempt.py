@@ -4,7 +4,7 @@ Most waits find their dependencies already up (an init container restarted with 
 running, a script run twice): one attempt per target decides, and importing asyncio (a third of
 waitfor's start-up) would be wasted. Here each target gets that first attempt synchronously,
 through its kind's :meth:`~waitfor.kind.Check.probe_now`, one after the other within
-:data:`QUICK_BUDGET`.
+:data:`QUICK_BUDGET`; when the attempts so far show the rest would not fit in it, at once.
 
 This path only ever answers "all ready". Anything else — a kind without ``probe_now``, a target
 not ready or slow to answer — returns None having reported nothing, and the runner waits from
@@ -48,10 +48,13 @@ def all_ready_now(
     ends = started + min(budget, QUICK_BUDGET)
     attempts: list[Event] = []
     readies: list[Event] = []
-    for target, cls in zip(targets, classes, strict=True):
+    first = time.monotonic()
+    for done, (target, cls) in enumerate(zip(targets, classes, strict=True)):
         began = time.monotonic()
         if began >= ends:
             return None
+        if done and (began - first) / done * (len(targets) - done) > ends - began:
+            return None  # the rest will not fit at this pace (300 TLS handshakes): stop now
         attempts.append(Event(EventType.ATTEMPT, target, 1, began - started))
         if began_at is not None:
             began_at.append(began - started)

@@ -77,147 +77,212 @@ async def run(
     own ``#stable=`` wins. ``any_ready``: done when any one target is ready; the others are
     cancelled (WaitTimeout only when none was).
     """
-    loop = asyncio.get_running_loop()
-    start = loop.time() - spent
-    deadline = None if timeout is None else start + timeout
-    emit = on_event or (lambda event: None)
-    rng = rng or random.Random()
+    run = _Run(
+        timeout=timeout,
+        attempt_timeout=attempt_timeout,
+        backoff=backoff,
+        invert=invert,
+        emit=on_event or (lambda event: None),
+        rng=rng or random.Random(),
+        spent=spent,
+        once=once,
+        stable=stable,
+    )
     states = [_State(target) for target in targets]
-
-    def elapsed() -> float:
-        return loop.time() - start
-
-    def remaining() -> float:
-        return math.inf if deadline is None else max(deadline - loop.time(), 0.0)
-
-    async def await_target(state: _State, check: Check[Any], quick: float | None) -> None:
-        target = state.target
-        while True:
-            state.attempts += 1
-            emit(Event(EventType.ATTEMPT, target, state.attempts, elapsed()))
-            now = loop.time()
-            if state.attempts == 1 and quick is not None:
-                state.attempt_began = start + quick  # continues the synchronous attempt
-            else:
-                state.attempt_began = now
-            # One deadline per attempt: enforced here, read by the probe and its connections.
-            budget = min(attempt_timeout - (now - state.attempt_began), remaining())
-            # the attempt's whole length, the synchronous part of a continued one included
-            deadline = Deadline(now + budget, now + budget - state.attempt_began)
-            state.activity = activity.track(
-                carried=now - state.attempt_began, on_report=lambda said: reported(state, said)
-            )
-            if quick is not None and state.attempts == 1 and remaining() <= 0:
-                # The synchronous first attempt took the wait's whole time: this probe would
-                # only run past the deadline (importing its client, httpx's ~0.1 s) for nothing.
-                await asyncio.Event().wait()  # the deadline's cancellation is due
-            try:
-                async with asyncio.timeout_at(deadline.at):
-                    outcome = await check.probe(deadline)
-            except TimeoutError:
-                named = state.activity.reason() or state.activity.reported
-                took = loop.time() - state.attempt_began
-                outcome = Outcome.down(named or f"timed out after {took:.1f}s")
-            except OSError as exc:
-                # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
-                # file or socket: not ready until siblings close theirs, never a crash.
-                if exc.errno not in (errno.EMFILE, errno.ENFILE):
-                    raise
-                outcome = Outcome.down(describe_os_error(exc))
-            if outcome.ready == invert and not outcome.permanent and remaining() <= 0:
-                # Cut short by the deadline, not a finding: keep the last reason and let the
-                # deadline's cancellation, already due, end the wait.
-                await asyncio.Event().wait()
-            state.attempt_began = None
-            # The one boundary for what a server said, whatever the kind: no secret, one line.
-            reason = sanitize.shown(outcome.reason, target.secrets)
-            if outcome.permanent:
-                emit(Event(EventType.FAILED, target, state.attempts, elapsed(), reason))
-                raise CheckFailed(str(target), reason)
-            hold = stable if target.stable is None else target.stable
-            if outcome.ready != invert and hold > 0:
-                now = loop.time()
-                if state.steady_since is None:
-                    state.steady_since = now
-                held = now - state.steady_since
-                if held < hold:
-                    # Ready, but not for long enough yet: say so, and look again at the cap.
-                    said = "down" if invert else "ready"
-                    state.reason = f"{said} for {held:.1f}s of {hold:g}s"
-                    state.reason += "" if invert else f" ({reason})"
-                    steady = Event(
-                        EventType.NOT_READY,
-                        target,
-                        state.attempts,
-                        elapsed(),
-                        state.reason,
-                        holding=True,
-                    )
-                    emit(steady)
-                    if once:
-                        return
-                    pause = min(backoff.delay(64, rng.random()), hold - held, remaining())
-                    await asyncio.sleep(max(pause, 0.0))
-                    continue
-            if outcome.ready != invert:
-                state.ready_at = elapsed()
-                state.reason = reason  # what showed it ready (inverted: what showed it down)
-                emit(Event(EventType.READY, target, state.attempts, state.ready_at, state.reason))
-                return
-            state.steady_since = None  # a failure: the window starts again
-            state.reason = f"still up, {reason}" if invert else reason
-            emit(Event(EventType.NOT_READY, target, state.attempts, elapsed(), state.reason))
-            if once:
-                return
-            took = loop.time() - now if check.WATCHES else 0.0  # the watch spaced the attempts
-            delay = backoff.sleep_before_next(state.attempts, rng.random(), remaining() + took)
-            await asyncio.sleep(max(0.0, delay - took))
-
-    def reported(state: _State, said: str) -> None:
-        """A watching check's verdict so far: progress, and the reason if the wait ends now."""
-        reason = sanitize.shown(said, state.target.secrets)
-        reason = f"still up, {reason}" if invert else reason
-        if reason != state.reason:
-            state.reason = reason
-            emit(Event(EventType.NOT_READY, state.target, state.attempts, elapsed(), reason))
-
     checks = [check_class(target.scheme)(target) for target in targets]
     for check in checks:
         check.inverted = invert
     quick = [*first_began, *[None] * (len(states) - len(first_began))]
     tasks = [
-        asyncio.create_task(await_target(s, c, q))
+        asyncio.create_task(run.await_target(s, c, q))
         for s, c, q in zip(states, checks, quick, strict=True)
     ]
     try:
-        async with asyncio.timeout_at(deadline):
-            if any_ready:
-                await _first_ready(tasks, states)
-            else:
-                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-                for task in done:
-                    task.result()  # re-raises a CheckFailed
+        async with asyncio.timeout_at(run.deadline):
+            await _decided(tasks, states, any_ready=any_ready)
         if any_ready:
             if all(state.ready_at is None for state in states):
                 raise TimeoutError
         elif once and any(state.ready_at is None for state in states):
-            raise TimeoutError
+            raise TimeoutError  # one attempt each, and not every one was ready
     except TimeoutError:
-        now = elapsed()
-        for state in states:
-            if state.ready_at is None:
-                if state.attempt_began is not None:
-                    in_flight = _in_flight_reason(state, loop.time())
-                    state.reason = sanitize.shown(in_flight, state.target.secrets)
-                emit(Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason))
-        raise WaitTimeout(timeout or 0.0, _results(states, now)) from None
+        raise run.timed_out(states) from None
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for check in checks:
             await check.aclose()
-    return _results(states, elapsed())
+    return _results(states, run.elapsed())
+
+
+@dataclass(kw_only=True)
+class _Run:
+    """One wait's clock and settings, and what each target's task does with them: the attempt
+    loop (:meth:`await_target`, one attempt in :meth:`attempt`), the stable window
+    (:meth:`holding`), and what is said when the deadline ends the wait (:meth:`timed_out`)."""
+
+    timeout: float | None
+    attempt_timeout: float
+    backoff: Backoff
+    invert: bool
+    emit: EventHandler
+    rng: random.Random
+    spent: float  # before the event loop ran: counted against the deadline
+    once: bool
+    stable: float
+
+    def __post_init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.start = self.loop.time() - self.spent
+        self.deadline = None if self.timeout is None else self.start + self.timeout
+
+    def elapsed(self) -> float:
+        return self.loop.time() - self.start
+
+    def remaining(self) -> float:
+        if self.deadline is None:
+            return math.inf
+        return max(self.deadline - self.loop.time(), 0.0)
+
+    async def await_target(self, state: _State, check: Check[Any], quick: float | None) -> None:
+        """Attempt until the target is ready (``invert``: down), backing off between attempts."""
+        target, invert = state.target, self.invert
+        while True:
+            state.attempts += 1
+            self.emit(Event(EventType.ATTEMPT, target, state.attempts, self.elapsed()))
+            now = self.loop.time()
+            outcome = await self.attempt(state, check, now, quick)
+            # The one boundary for what a server said, whatever the kind: no secret, one line.
+            reason = sanitize.shown(outcome.reason, target.secrets)
+            if outcome.permanent:
+                self.emit(Event(EventType.FAILED, target, state.attempts, self.elapsed(), reason))
+                raise CheckFailed(str(target), reason)
+            if outcome.ready != invert:
+                pause = self.holding(state, reason)
+                if pause is None:
+                    state.ready_at = self.elapsed()
+                    state.reason = reason  # what showed it ready (inverted: what showed it down)
+                    ready = Event(EventType.READY, target, state.attempts, state.ready_at, reason)
+                    self.emit(ready)
+                    return
+                if self.once:
+                    return
+                await asyncio.sleep(pause)
+                continue
+            state.steady_since = None  # a failure: the window starts again
+            state.reason = f"still up, {reason}" if invert else reason
+            self.emit(
+                Event(EventType.NOT_READY, target, state.attempts, self.elapsed(), state.reason)
+            )
+            if self.once:
+                return
+            # the watch spaced the attempts
+            took = self.loop.time() - now if check.WATCHES else 0.0
+            left = self.remaining() + took
+            delay = self.backoff.sleep_before_next(state.attempts, self.rng.random(), left)
+            await asyncio.sleep(max(0.0, delay - took))
+
+    async def attempt(
+        self, state: _State, check: Check[Any], now: float, quick: float | None
+    ) -> Outcome:
+        """One attempt, begun ``now``, bounded by the attempt timeout and the time left; the
+        first continues the synchronous one (begun ``quick`` seconds after the start)."""
+        if state.attempts == 1 and quick is not None:
+            state.attempt_began = self.start + quick  # continues the synchronous attempt
+        else:
+            state.attempt_began = now
+        # One deadline per attempt: enforced here, read by the probe and its connections.
+        budget = min(self.attempt_timeout - (now - state.attempt_began), self.remaining())
+        # the attempt's whole length, the synchronous part of a continued one included
+        deadline = Deadline(now + budget, now + budget - state.attempt_began)
+        state.activity = activity.track(
+            carried=now - state.attempt_began, on_report=lambda said: self.reported(state, said)
+        )
+        if quick is not None and state.attempts == 1 and self.remaining() <= 0:
+            # The synchronous first attempt took the wait's whole time: this probe would
+            # only run past the deadline (importing its client, httpx's ~0.1 s) for nothing.
+            await asyncio.Event().wait()  # the deadline's cancellation is due
+        try:
+            async with asyncio.timeout_at(deadline.at):
+                outcome = await check.probe(deadline)
+        except TimeoutError:
+            named = state.activity.reason() or state.activity.reported
+            took = self.loop.time() - state.attempt_began
+            outcome = Outcome.down(named or f"timed out after {took:.1f}s")
+        except OSError as exc:
+            # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
+            # file or socket: not ready until siblings close theirs, never a crash.
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            outcome = Outcome.down(describe_os_error(exc))
+        if outcome.ready == self.invert and not outcome.permanent and self.remaining() <= 0:
+            # Cut short by the deadline, not a finding: keep the last reason and let the
+            # deadline's cancellation, already due, end the wait.
+            await asyncio.Event().wait()
+        state.attempt_began = None
+        return outcome
+
+    def holding(self, state: _State, reason: str) -> float | None:
+        """For a ready answer: None if it counts now, else how long to pause before looking
+        again (``--stable``: ready, but not for long enough yet; said as such)."""
+        target = state.target
+        hold = self.stable if target.stable is None else target.stable
+        if hold <= 0:
+            return None
+        now = self.loop.time()
+        if state.steady_since is None:
+            state.steady_since = now
+        held = now - state.steady_since
+        if held >= hold:
+            return None
+        said = "down" if self.invert else "ready"
+        state.reason = f"{said} for {held:.1f}s of {hold:g}s"
+        state.reason += "" if self.invert else f" ({reason})"
+        steady = Event(
+            EventType.NOT_READY, target, state.attempts, self.elapsed(), state.reason, holding=True
+        )
+        self.emit(steady)
+        # look again at the backoff's cap
+        pause = min(self.backoff.delay(64, self.rng.random()), hold - held, self.remaining())
+        return max(pause, 0.0)
+
+    def reported(self, state: _State, said: str) -> None:
+        """A watching check's verdict so far: progress, and the reason if the wait ends now."""
+        reason = sanitize.shown(said, state.target.secrets)
+        reason = f"still up, {reason}" if self.invert else reason
+        if reason != state.reason:
+            state.reason = reason
+            self.emit(
+                Event(EventType.NOT_READY, state.target, state.attempts, self.elapsed(), reason)
+            )
+
+    def timed_out(self, states: Sequence[_State]) -> WaitTimeout:
+        """The deadline ended the wait: each target not ready told so, with its last reason (or
+        that its attempt in flight hung), and the error that says it."""
+        now = self.elapsed()
+        for state in states:
+            if state.ready_at is None:
+                if state.attempt_began is not None:
+                    in_flight = _in_flight_reason(state, self.loop.time())
+                    state.reason = sanitize.shown(in_flight, state.target.secrets)
+                self.emit(
+                    Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason)
+                )
+        return WaitTimeout(self.timeout or 0.0, _results(states, now))
+
+
+async def _decided(
+    tasks: Sequence[asyncio.Task[None]], states: Sequence[_State], *, any_ready: bool
+) -> None:
+    """Until every target's loop has ended (``any_ready``: :func:`_first_ready`); a CheckFailed
+    re-raised."""
+    if any_ready:
+        await _first_ready(tasks, states)
+        return
+    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    for task in done:
+        task.result()  # re-raises a CheckFailed
 
 
 async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_State]) -> None:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-Describe = Callable[[float], str]  # seconds waited -> reason
+Describe = Callable[[float], str | None]  # seconds waited -> reason (None: nothing slow)
 
 
 @dataclass
@@ -38,7 +38,8 @@ class Activity:
     on_report: Callable[[str], None] | None = None
 
     def reason(self, now: float | None = None) -> str | None:
-        """Why the attempt is not finished, if a probe said what it waits on."""
+        """Why the attempt is not finished, if a probe said what it waits on (and it still
+        does: a describe may find nothing slow any more)."""
         if self.describe is None:
             return None
         return self.describe((time.monotonic() if now is None else now) - self.since)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from waitfor.base.outcome import Outcome
 from waitfor.base.values import Value
 from waitfor.net.errors import TlsError, tls_failure
+from waitfor.net.tls import server_name
 
 if TYPE_CHECKING:
     import asyncio
@@ -378,7 +379,8 @@ class _Socket:
             if left <= 0:
                 raise TimeoutError
             self.sock.settimeout(left)
-            self.sock = context.wrap_socket(self.sock, server_hostname=server_hostname or None)
+            name = server_name(server_hostname) if server_hostname else None
+            self.sock = context.wrap_socket(self.sock, server_hostname=name)
         except OSError as exc:  # ssl.SSLError and TimeoutError are OSErrors
             raise tls_failure(exc, max(left, 0.0)) from None
 
@@ -443,9 +445,11 @@ def first_attempt(
     errors: tuple[type[Exception], ...] = (),
     *,
     tls: TlsFactory | None = None,
+    tls_from_start: bool = False,
 ) -> Outcome | None:
     """``Check.probe_now`` for a conversation: run it over a new blocking connection (``tls``
-    for StartTls; without it, a StartTls step leaves the attempt to the runner).
+    for StartTls, and for the handshake first when ``tls_from_start``; without it, a StartTls
+    step leaves the attempt to the runner).
 
     The ready outcome, or None for anything else, ``errors`` (the protocol's own) included: the
     runner's attempt then tells why not.
@@ -455,7 +459,17 @@ def first_attempt(
     sock = blocking.connect(*address, deadline)
     if sock is None:
         return None
+    if tls_from_start:
+        conversation = over_tls(conversation)
     return answer_now(sock, conversation, deadline, errors, tls=tls, server_hostname=address[0])
+
+
+def over_tls(exchange: Exchange[T]) -> Exchange[T]:
+    """``exchange`` on a connection that speaks TLS from its first byte: the handshake (a
+    :class:`StartTls` before anything else, so within the attempt's deadline), then the rest.
+    A failed handshake is thrown here, and raised on: the caller's attempt does not answer."""
+    yield StartTls()
+    return (yield from exchange)
 
 
 def answer_now(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from waitfor.base.options import OptionPairs, flag, single
@@ -49,10 +49,13 @@ class TlsOptions(Value):
         )
 
 
-def parse_tls_options(pairs: OptionPairs, *, key_option: str | None = "key") -> TlsOptions:
+def parse_tls_options(
+    pairs: OptionPairs, *, key_option: str | None = "key", alpn: tuple[str, ...] = ()
+) -> TlsOptions:
     """The TLS options; a CA, certificate or key file that cannot be used is refused now (exit 2).
 
-    ``key_option``: what this kind calls the client key (None: only ``client_key``).
+    ``key_option``: what this kind calls the client key (None: only ``client_key``); ``alpn``:
+    what the kind's contexts offer, so that the context made to read the files is the one used.
     """
     cacert = single(pairs, "cacert")
     cert = single(pairs, "cert")
@@ -69,9 +72,9 @@ def parse_tls_options(pairs: OptionPairs, *, key_option: str | None = "key") -> 
         raise ValueError("key-password needs a client certificate and key: cert=FILE&key=FILE")
     options = TlsOptions(flag(pairs, "insecure"), cacert, cert, key, password)
     if cacert is not None:
-        client_context(cafile=cacert)
+        client_context(cafile=cacert, alpn=alpn)
     if cert is not None:  # read now: a wrong passphrase or file is exit 2, not a retry
-        client_context_for(options)
+        client_context_for(options, alpn=alpn)
     return options
 
 
@@ -133,7 +136,12 @@ class _Secret:
         return "_Secret(***)"
 
 
-@cache
+#: client contexts kept, one a distinct TLS configuration (CA, client certificate, passphrase):
+#: a long-lived program waiting on ever new files must not keep every one it ever loaded
+CONTEXTS_KEPT = 32
+
+
+@lru_cache(maxsize=CONTEXTS_KEPT)
 def _cached_context(
     verify: bool,
     cafile: str | None,
@@ -180,6 +188,18 @@ def _cached_context(
     if alpn:
         context.set_alpn_protocols(list(alpn))
     return context
+
+
+def server_name(host: str) -> str | bytes:
+    """``host`` as ``server_hostname`` for ``wrap_socket``: ASCII bytes where the IDNA codec,
+    which ssl runs on a str, would give the same bytes (every label but the last 1-63
+    characters, the last under 64), so that ssl imports no codec (encodings.idna, stringprep,
+    unicodedata: several ms of a start-up); else the str, for ssl to encode or refuse."""
+    if host.isascii():
+        *labels, last = host.split(".")
+        if all(0 < len(label) < 64 for label in labels) and len(last) < 64:
+            return host.encode("ascii")
+    return host
 
 
 @cache

@@ -17,7 +17,7 @@ unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a m
 all fail the probe the way they fail the kubelet's.
 
 What an answer means is decided in one place, :mod:`.judge`, for httpx's answers here and for
-the quick first attempt's (:mod:`.wire`: plain http and http+unix, on a blocking socket before
+the quick first attempt's (:mod:`.wire`: http, https and http+unix, on a blocking socket before
 the event loop, strict, only ever "ready"; anything else is left to httpx).
 """
 
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # httpx, ssl, json and RE2 are imported when needed: parsing stays cheap
+    import ssl
+
     import httpx
 
     from waitfor.kind import JsonExpectation, Pattern
@@ -55,6 +57,8 @@ if TYPE_CHECKING:  # httpx, ssl, json and RE2 are imported when needed: parsing 
 __all__ = ["BODY_LIMIT", "HttpCheck", "HttpOptions"]
 
 MAX_REDIRECTS = 10
+#: what httpcore offers in the TLS hello without HTTP/2 (httpx's default)
+HTTP_ALPN = ("http/1.1",)
 #: a header name's characters (RFC 9110 token); checked without ``re``, which costs a start-up
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "OPTIONS")
@@ -115,7 +119,7 @@ class HttpCheck(Check[HttpOptions]):
             body=_compile(body) if body is not None else None,
             headers=tuple(headers),
             method=method,
-            tls=tls.parse_tls_options(pairs),
+            tls=tls.parse_tls_options(pairs, alpn=HTTP_ALPN),
             json=expectations,
         )
 
@@ -128,11 +132,7 @@ class HttpCheck(Check[HttpOptions]):
             from waitfor.net.httptransport import NetTransport
 
             options = self.options
-            verify = (
-                tls.client_context_for(options.tls)
-                if scheme == "https"
-                else tls.plaintext_only_context()
-            )
+            verify = self.https_context() if scheme == "https" else tls.plaintext_only_context()
             transport = NetTransport(verify, uds=self.target.param("socket"))
             client = httpx.AsyncClient(
                 transport=transport,
@@ -147,19 +147,25 @@ class HttpCheck(Check[HttpOptions]):
     def _clients(self) -> dict[str, httpx.AsyncClient]:
         return {}
 
+    def https_context(self) -> ssl.SSLContext:
+        """The context of every https connection, httpx's and the quick attempt's: offering
+        ALPN ``http/1.1``, which httpcore sets on the context it is given, so that this one is
+        set already (a shared context is never changed) and both paths say the same hello."""
+        return tls.client_context_for(self.options.tls, alpn=HTTP_ALPN)
+
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        """Plain HTTP's quick first attempt (:mod:`.wire`); TLS is the runner's, as for every
-        kind (the first attempt stays free of ssl)."""
-        if self.target.scheme == "https":
-            return None
+        """The quick first attempt (:mod:`.wire`): http, http+unix, and https over TLS."""
+        https = self.target.scheme == "https"
         socket_path = self.target.param("socket")
+        port = self.target.port or (443 if https else 80)
         return wire.first_attempt(
             self.options,
             self.target.param("url") or self.target.url,
             client_headers(self.options),
             deadline,
-            address=None if socket_path else (self.target.host, self.target.port or 80),
+            address=None if socket_path else (self.target.host, port),
             socket_path=socket_path,
+            tls=self.https_context if https else None,
         )
 
     async def probe(self, deadline: Deadline) -> Outcome:

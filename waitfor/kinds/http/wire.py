@@ -1,9 +1,12 @@
 """The quick first attempt's HTTP/1.1 exchange: strict, blocking, and only ever "ready".
 
-Before the event loop exists (:meth:`~waitfor.kind.Check.probe_now`), a plain ``http://`` or
-``http+unix://`` target is asked once over a blocking socket, written as a conversation for
-:mod:`waitfor.net.conversation`'s driver, without h11, httpx or asyncio (their imports cost a
-ready start-up more than the rest of it). The request is byte for byte the one httpx sends
+Before the event loop exists (:meth:`~waitfor.kind.Check.probe_now`), an ``http://``,
+``https://`` or ``http+unix://`` target is asked once over a blocking socket, written as a
+conversation for :mod:`waitfor.net.conversation`'s driver, without h11, httpx or asyncio (their
+imports cost a ready start-up more than the rest of it). For https the handshake comes first, on
+the context httpx's client is given (the one TLS path's, offering ALPN ``http/1.1`` as httpcore
+does), to the server name httpcore gives, within the attempt's deadline; a failed handshake is
+the runner's to word. The request is byte for byte the one httpx sends
 (:func:`request`); the answer is read strictly: an HTTP/1.1 or 1.0 status line, CRLF-ended
 header lines of token names and printable ASCII values, a body framed by one Content-Length, by
 ``Transfer-Encoding: chunked`` or by the connection's close, at most BODY_LIMIT of it. Its status
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from waitfor.kind import Deadline, Outcome
     from waitfor.kinds.http.judge import Headers
     from waitfor.kinds.http.options import HttpOptions
-    from waitfor.net.conversation import Conversation, Step
+    from waitfor.net.conversation import Conversation, Step, TlsFactory
 
 #: status line and headers together; a longer head is the runner's (httpcore allows 100 KiB)
 HEAD_LIMIT = 16 * 1024
@@ -56,6 +59,8 @@ _HTTPX_DEFAULTS = (
 )
 #: headers httpx writes or checks itself: a target that sets one is left to httpx
 _HTTPX_OWN = frozenset({"host", "content-length", "transfer-encoding"})
+#: the schemes asked here, and the port httpx leaves out of the Host header for each
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _IPV6 = frozenset("0123456789abcdefABCDEF:.")
@@ -78,16 +83,25 @@ def first_attempt(
     *,
     address: tuple[str, int] | None = None,
     socket_path: str | None = None,
+    tls: TlsFactory | None = None,
 ) -> Outcome | None:
     """Ask ``url`` once, at ``address`` or over the Unix socket ``socket_path``, with the
-    client's ``headers``: the ready outcome, or None for anything else."""
+    client's ``headers`` (``tls``: the context of an https URL's handshake): the ready outcome,
+    or None for anything else."""
+    origin = _origin(url)
     data = request(options.method, url, headers, options.data)
-    if data is None:
+    if origin is None or data is None or (origin[0] == "https") != (tls is not None):
         return None
     sock = blocking.connect(*address, deadline) if address else _unix(socket_path or "")
     if sock is None:
         return None
-    return conversation.answer_now(sock, exchange(options, data), deadline, (Undecided,))
+    asked = exchange(options, data)
+    if tls is None:
+        return conversation.answer_now(sock, asked, deadline, (Undecided,))
+    handshaken = conversation.over_tls(asked)
+    return conversation.answer_now(
+        sock, handshaken, deadline, (Undecided,), tls=tls, server_hostname=origin[1]
+    )
 
 
 def _unix(path: str) -> socket.socket | None:
@@ -105,7 +119,7 @@ def request(method: str, url: str, headers: dict[str, str], data: bytes | None) 
     origin = _origin(url)
     if origin is None or any(name.lower() in _HTTPX_OWN for name in headers):
         return None
-    host, target = origin
+    _, _, host, target = origin
     given = {name.lower() for name in headers}
     lines = [(name, value) for name, value in _HTTPX_DEFAULTS if name.lower() not in given]
     lines += headers.items()
@@ -122,31 +136,38 @@ def request(method: str, url: str, headers: dict[str, str], data: bytes | None) 
         return None
 
 
-def _origin(url: str) -> tuple[str, str] | None:
-    """(Host header, request target) of an ``http://`` URL as httpx writes them, for URLs httpx
-    sends as they are (no credentials, dot segments, spaces, non-ASCII); None for others."""
-    scheme, sep, rest = url.partition("://")
-    if scheme.lower() != "http" or not sep or not rest.isascii() or "#" in rest:
+def _origin(url: str) -> tuple[str, str, str, str] | None:
+    """(scheme, host name, Host header, request target) of an ``http://`` or ``https://`` URL
+    as httpx writes them (the name as httpcore gives it to TLS: lower case, an IPv6 literal
+    without brackets), for URLs httpx sends as they are (no credentials, dot segments, spaces,
+    non-ASCII); None for others."""
+    written, sep, rest = url.partition("://")
+    scheme = written.lower()
+    if scheme not in _DEFAULT_PORTS or not sep or not rest.isascii() or "#" in rest:
         return None
     cut = min([at for at in (rest.find("/"), rest.find("?")) if at >= 0] or [len(rest)])
     authority, path_query = rest[:cut], rest[cut:]
-    netloc = _netloc(authority)
+    # httpx leaves the default port out only after a scheme written in lower case
+    found = _netloc(authority, _DEFAULT_PORTS[scheme] if written == scheme else 0)
     path, question, query = path_query.partition("?")
     segments = path.split("/")
-    if netloc is None or "." in segments or ".." in segments:
+    if found is None or "." in segments or ".." in segments:
         return None
     if not set(path) <= _PATH or not set(query) <= _QUERY:
         return None
-    return netloc, (path or "/") + question + query
+    name, netloc = found
+    return scheme, name, netloc, (path or "/") + question + query
 
 
-def _netloc(authority: str) -> str | None:
-    """httpx's ``url.netloc``: the host in lower case, the port unless it is 80."""
+def _netloc(authority: str, default_port: int) -> tuple[str, str] | None:
+    """(the host, httpx's ``url.netloc``): the host in lower case, the port unless it is the
+    scheme's default."""
     if authority.startswith("["):  # an IPv6 literal, kept as written
         end = authority.find("]") + 1
         host, port = authority[:end], authority[end:]
         if not end or not set(host[1:-1]) <= _IPV6:
             return None
+        name = host[1:-1]
     else:
         name, colon, digits = authority.partition(":")
         host, port = name.lower(), colon + digits
@@ -154,12 +175,13 @@ def _netloc(authority: str) -> str | None:
             return None
         if host[0].isdigit() and host[-1].isdigit() and not _ipv4(host):
             return None  # httpx checks what looks like an IPv4 address
+        name = host
     if not port:
-        return host
+        return name, host
     digits = port[1:]
     if port[0] != ":" or not digits.isdigit() or not 0 < int(digits) < 65536:
         return None
-    return host if int(digits) == 80 else f"{host}:{int(digits)}"
+    return name, host if int(digits) == default_port else f"{host}:{int(digits)}"
 
 
 def _ipv4(host: str) -> bool:

@@ -23,7 +23,6 @@ from waitfor.kind import (
     ConversationOptions,
     OptionPairs,
     Outcome,
-    ProtocolError,
     choice,
     redaction,
     seeds,
@@ -107,15 +106,7 @@ class KafkaCheck(ConversationCheck[KafkaOptions]):
         )
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        if self.tls_from_start:
-            return None  # TLS is the runner's: the first attempt stays free of ssl
-        from waitfor.net.conversation import first_attempt
-
-        return seeds.first_ready_now(
-            self.seeds,
-            lambda seed, share: first_attempt(seed, self.conversation(), share, (ProtocolError,)),
-            deadline,
-        )
+        return seeds.first_ready_now(self.seeds, self.probe_now_at, deadline)
 
 
 def _legal(topic: str) -> bool:

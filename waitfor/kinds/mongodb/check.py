@@ -28,7 +28,6 @@ from waitfor.kind import (
     ConversationOptions,
     OptionPairs,
     Outcome,
-    ProtocolError,
     flag,
     host_port,
     redaction,
@@ -61,7 +60,7 @@ class MongoCheck(ConversationCheck[MongoOptions]):
     OPTION_NAMES = frozenset({"primary"}) | tls.OPTION_NAMES
     USAGE = (
         ("mongodb://[USER:PASSWORD@]HOST[:PORT][,...][/DB][?OPTIONS]", "hello answers ok:1"),
-        ("mongodb+srv://HOST/#primary", "SRV seeds; a writable primary answers"),
+        ("mongodb+srv://HOST/#primary", "servers from SRV records; a writable primary answers"),
     )
 
     @classmethod
@@ -270,13 +269,11 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         return tuple(dict.fromkeys(members))
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        if self.tls_from_start or self.target.param("srv") or self.options.primary:
-            return None  # TLS, DNS and member lists are the runner's
-        from waitfor.net.conversation import first_attempt
-
+        if self.target.param("srv") or self.options.primary:
+            return None  # DNS and member lists are the runner's
         return seeds.first_ready_now(
             seeds.from_param(self.target.param("seeds") or ""),
-            lambda seed, share: first_attempt(seed, self.conversation(), share, (ProtocolError,)),
+            self.probe_now_at,
             deadline,
         )
 

@@ -367,7 +367,7 @@ def tls_context(params: dict[str, str]) -> ssl.SSLContext:
     )
 
 
-@functools.cache
+@functools.lru_cache(maxsize=32)  # one a TLS configuration; a long-lived program sees many
 def _tls_context(
     mode: str, root: str, root_exists: bool, cert: str | None, key: str, password: str | None
 ) -> ssl.SSLContext:

@@ -15,11 +15,13 @@ import json
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from waitfor.base import jsonexpect as expect
-from waitfor.base.values import Value
 from waitfor.net.k8s.config import Credentials
+from waitfor.net.k8s.limits import MAX_ANSWER, MAX_CONTAINERS, busy
+from waitfor.net.k8s.limits import retry_after as _retry_after
+from waitfor.net.k8s.resource import Resource
 
 if TYPE_CHECKING:
     import httpx
@@ -67,35 +69,10 @@ REDISCOVER_MAX = 30.0
 #: characters of the "server offers" list in a reason: the whole reason must fit in the report's
 #: line (waitfor.base.sanitize.MAX_LENGTH, 400), which would cut it anywhere
 MAX_OFFERED = 280
-#: the most one answer (a list, a discovery document, one watch event) may hold: a Kubernetes
-#: object is at most 1.5 MiB (etcd's limit), a list of a few thousand objects fits; a hostile or
-#: broken server's endless body is cut here, not read into memory and parsed on the event loop
-MAX_ANSWER = 16 * 2**20
-#: the most JSON objects and arrays one answer may hold: each costs ~100 bytes once parsed, so
-#: 16 MiB of "[{},{},...]" would be ~400 MiB; a Pod is ~100-200 of them, a list of 500 fits
-MAX_CONTAINERS = 100_000
+#: a watch may be silent this much longer than the timeout the server was asked to end it at
+WATCH_READ_GRACE = 30.0
 #: an error's body is read only for its Status message
 MAX_ERROR_BODY = 64 * 1024
-
-
-class Resource(Value):
-    group: str  # "" for the core group
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-    short_names: tuple[str, ...] = ()
-
-    @property
-    def qualified(self) -> str:
-        """``jobs.batch``, ``pods``: as RBAC rules and kubectl name it."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    def path(self, namespace: str | None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            return f"{base}/namespaces/{quote(namespace, safe='')}/{self.plural}"
-        return f"{base}/{self.plural}"
 
 
 class ApiError(Exception):
@@ -243,9 +220,7 @@ class Api:
         if status == 401:
             return "token refused by the API server (401 Unauthorized)"
         if status == 429:
-            seconds = _retry_after(response.headers.get("Retry-After"))
-            later = f", retry after {seconds:g}s" if seconds else ""
-            return f"API server is busy (429 Too Many Requests{later})"
+            return busy(_retry_after(response.headers.get("Retry-After")))
         if status == 403:
             match = _USER.search(str(body.get("message", "")))
             return forbidden_who(match.group(1) if match else None) or self.credentials.who
@@ -262,7 +237,13 @@ class Api:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(max(1, int(seconds + 1))),
         }
-        request = self._client.build_request("GET", path, params=query, extensions=self._extensions)
+        import httpx
+
+        # the server ends the watch after ``seconds``: silence until then is no timeout
+        timeout = httpx.Timeout(self._budget, read=seconds + WATCH_READ_GRACE)
+        request = self._client.build_request(
+            "GET", path, params=query, extensions=self._extensions, timeout=timeout
+        )
         with self._waiting(path, []):  # until its head: then the events are the news
             response = await self._client.send(request, stream=True)
         try:
@@ -542,14 +523,6 @@ def _too_large(what: str, limit: int) -> str:
 
 def _decoded(body: bytes) -> str:
     return body.decode("utf-8", "replace")
-
-
-def _retry_after(value: str | None) -> float:
-    """Retry-After's seconds (an HTTP date, or nonsense: 0, the pace's own delay)."""
-    text = (value or "").strip()
-    if text.isascii() and text.isdigit() and len(text) <= 6:
-        return float(text)
-    return 0.0
 
 
 def _host_of(url: str) -> str:

@@ -15,7 +15,6 @@ password or a key into a message.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -23,10 +22,11 @@ import os
 import signal
 import ssl
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the event loop is only imported for an exec plugin: the first attempt
+    import asyncio  # (:meth:`Source.credentials_now`) reads credentials without it
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -51,37 +51,53 @@ class CredentialError(Exception):
     """Credentials that may work later (a plugin that failed this time): not ready."""
 
 
-@dataclass
 class Credentials:
     """One attempt's way to the API server."""
 
-    server: str  # https://host:port[/prefix]
-    context: ssl.SSLContext
-    headers: dict[str, str]  # Authorization; its value is a secret
-    namespace: str  # the default namespace: the pod's or the context's, else "default"
-    who: str  # whom the server sees, for reasons: "serviceaccount app/default", "user admin"
-    sni: str | None = None  # tls-server-name
-    secrets: frozenset[str] = frozenset()
+    def __init__(
+        self,
+        server: str,
+        context: ssl.SSLContext,
+        headers: dict[str, str],
+        namespace: str,
+        who: str,
+        sni: str | None = None,
+        secrets: frozenset[str] = frozenset(),
+    ) -> None:
+        self.server = server  # https://host:port[/prefix]
+        self.context = context
+        self.headers = headers  # Authorization; its value is a secret
+        #: the default namespace: the pod's or the context's, else "default"
+        self.namespace = namespace
+        #: whom the server sees, for reasons: "serviceaccount app/default", "user admin"
+        self.who = who
+        self.sni = sni  # tls-server-name
+        self.secrets = secrets
 
 
-@dataclass
 class _Plugin:
     """An exec credential plugin's last answer, kept until it expires."""
 
-    token: str | None = None
-    cert_pem: str | None = None
-    key_pem: str | None = None
-    expires: float = 0.0  # time.time(); 0: never
+    def __init__(
+        self,
+        token: str | None = None,
+        cert_pem: str | None = None,
+        key_pem: str | None = None,
+        expires: float = 0.0,  # time.time(); 0: never
+    ) -> None:
+        self.token, self.cert_pem, self.key_pem, self.expires = token, cert_pem, key_pem, expires
 
 
-@dataclass
 class Source:
     """Where credentials come from; built once per check, asked once per attempt."""
 
-    context_name: str | None = None
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    _plugin: _Plugin | None = None
-    _kubeconfig: tuple[Json, str] | None = None  # merged config, display of the files
+    def __init__(
+        self, context_name: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.context_name = context_name
+        self.environ = os.environ if environ is None else environ
+        self._plugin: _Plugin | None = None
+        self._kubeconfig: tuple[Json, str] | None = None  # merged config, display of the files
 
     def forget_plugin_credential(self) -> None:
         """The server refused it (401): the next attempt runs the plugin again."""
@@ -93,99 +109,37 @@ class Source:
             if self._kubeconfig is None:
                 self._kubeconfig = (merge(files), ", ".join(files))
             merged, shown = self._kubeconfig
-            return await self._from_kubeconfig(merged, shown, budget)
+            chosen = _choose(merged, shown, self.context_name)
+            plugin = None
+            if chosen.user.get("exec"):
+                plugin = await self._run_plugin(chosen.user["exec"], chosen.cluster, budget)
+            try:
+                return _finish(chosen, plugin)
+            except CredentialError:
+                self._plugin = None  # the plugin's pair did not load: ask it again next time
+                raise
         if self.context_name is not None:
             raise ConfigError(f"context={self.context_name} needs a kubeconfig (none found)")
         return in_cluster(self.environ)
 
-    async def _from_kubeconfig(self, config: Json, shown: str, budget: float) -> Credentials:
-        name = self.context_name or config.get("current-context") or ""
-        if not name:
-            raise ConfigError(f"kubeconfig {shown} has no current-context (give #context=NAME)")
-        contexts = _named(config, "contexts", "context")
-        if name not in contexts:
-            known = ", ".join(sorted(contexts)) or "none"
-            raise ConfigError(f"kubeconfig {shown} has no context {name!r} (known: {known})")
-        context = contexts[name]
-        clusters = _named(config, "clusters", "cluster")
-        cluster = clusters.get(context.get("cluster") or "")
-        if cluster is None:
-            raise ConfigError(f"context {name!r}: no cluster {context.get('cluster')!r}")
-        for key in _UNSUPPORTED_CLUSTER:
-            if cluster.get(key):  # its value is not shown: a proxy URL may carry a password
-                raise ConfigError(
-                    f"context {name!r}: cluster {context.get('cluster')!r} sets {key}, which "
-                    "waitfor does not support (it connects to the server directly)"
-                )
-        server = str(cluster.get("server") or "").rstrip("/")
-        if not _server_url(server):
-            raise ConfigError(f"context {name!r}: cluster server must be an http(s) URL")
-        user_name = str(context.get("user") or "")
-        user = _named(config, "users", "user").get(user_name, {})
-        for key in _IMPERSONATION:
-            if user.get(key):
-                raise ConfigError(
-                    f"kubeconfig user {user_name!r} sets {key} (impersonation), which waitfor "
-                    "does not support"
-                )
-        headers: dict[str, str] = {}
-        secrets: set[str] = set()
-        cert_pem = _pem(user, "client-certificate")
-        key_pem = _pem(user, "client-key")
-        pair_from = None  # the plugin that gave the certificate, if one did
-        token = user.get("token") or None
-        if token and (problem := bearer_problem(str(token))):
-            raise ConfigError(
-                f"kubeconfig user {user_name!r} token is not a bearer token: {problem}"
-            )
-        if user.get("tokenFile"):
-            token = _read_token(str(user["tokenFile"]), "tokenFile") or token
-        if user.get("exec"):
-            plugin = await self._run_plugin(user["exec"], cluster, budget)
-            token = plugin.token or token
-            if plugin.cert_pem and plugin.key_pem:
-                cert_pem, key_pem = plugin.cert_pem, plugin.key_pem
-                pair_from = f"exec plugin {_plugin_name(user['exec'])}"
-        elif user.get("auth-provider"):
-            provider = str((user["auth-provider"] or {}).get("name") or "?")
-            raise ConfigError(
-                f"user {user_name!r}: auth-provider {provider!r} is not supported "
-                "(removed from kubectl; use its exec credential plugin)"
-            )
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-            secrets.add(str(token))
-        elif user.get("username") and user.get("password"):
-            if problem := _basic_problem(str(user["username"]), str(user["password"])):
-                raise ConfigError(
-                    f"kubeconfig user {user_name!r} username / password cannot be sent as basic "
-                    f"auth: {problem}"
-                )
-            pair = f"{user['username']}:{user['password']}".encode()
-            headers["Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
-            secrets.update({str(user["password"]), headers["Authorization"][6:]})
-        if key_pem:
-            secrets.add(key_pem)
+    def credentials_now(self) -> Credentials | None:
+        """The credentials without the event loop or PyYAML, for the first attempt: None where
+        that cannot be done exactly (an exec plugin, a kubeconfig outside :mod:`.plainyaml`'s
+        subset) or where :meth:`credentials` would fail (it then says why)."""
         try:
-            tls = tls_context(
-                ca_pem=_pem(cluster, "certificate-authority"),
-                insecure=bool(cluster.get("insecure-skip-tls-verify")),
-                cert_pem=cert_pem,
-                key_pem=key_pem,
-                pair_from=pair_from,
-            )
-        except CredentialError:
-            self._plugin = None  # the plugin's pair did not load: ask it again next time
-            raise
-        return Credentials(
-            server=server,
-            context=tls,
-            headers=headers,
-            namespace=str(context.get("namespace") or "") or "default",
-            who=f"user {user_name}" if user_name else "the anonymous user",
-            sni=cluster.get("tls-server-name") or None,
-            secrets=frozenset(secrets),
-        )
+            files = kubeconfig_files(self.environ)
+            if not files:
+                return in_cluster(self.environ) if self.context_name is None else None
+            documents = [load_file_now(path) for path in files]
+            if any(document is None for document in documents):
+                return None
+            merged = merge(files, documents)
+            chosen = _choose(merged, ", ".join(files), self.context_name)
+            if chosen.user.get("exec"):
+                return None
+            return _finish(chosen, None)
+        except (ConfigError, CredentialError):
+            return None
 
     async def _run_plugin(self, spec: Json, cluster: Json, budget: float) -> _Plugin:
         cached = self._plugin
@@ -193,6 +147,117 @@ class Source:
             return cached
         self._plugin = plugin = await run_exec_plugin(spec, cluster, self.environ, budget)
         return plugin
+
+
+class _Chosen:
+    """The context's cluster and user, checked, before an exec plugin runs."""
+
+    def __init__(
+        self,
+        context: Json,
+        cluster: Json,
+        server: str,
+        user_name: str,
+        user: Json,
+        token: str | None,
+        cert_pem: str | None,
+        key_pem: str | None,
+    ) -> None:
+        self.context, self.cluster, self.server = context, cluster, server
+        self.user_name, self.user, self.token = user_name, user, token
+        self.cert_pem, self.key_pem = cert_pem, key_pem
+
+
+def _choose(config: Json, shown: str, context_name: str | None) -> _Chosen:
+    name = context_name or config.get("current-context") or ""
+    if not name:
+        raise ConfigError(f"kubeconfig {shown} has no current-context (give #context=NAME)")
+    contexts = _named(config, "contexts", "context")
+    if name not in contexts:
+        known = ", ".join(sorted(contexts)) or "none"
+        raise ConfigError(f"kubeconfig {shown} has no context {name!r} (known: {known})")
+    context = contexts[name]
+    clusters = _named(config, "clusters", "cluster")
+    cluster = clusters.get(context.get("cluster") or "")
+    if cluster is None:
+        raise ConfigError(f"context {name!r}: no cluster {context.get('cluster')!r}")
+    for key in _UNSUPPORTED_CLUSTER:
+        if cluster.get(key):  # its value is not shown: a proxy URL may carry a password
+            raise ConfigError(
+                f"context {name!r}: cluster {context.get('cluster')!r} sets {key}, which "
+                "waitfor does not support (it connects to the server directly)"
+            )
+    server = str(cluster.get("server") or "").rstrip("/")
+    if not _server_url(server):
+        raise ConfigError(f"context {name!r}: cluster server must be an http(s) URL")
+    user_name = str(context.get("user") or "")
+    user = _named(config, "users", "user").get(user_name, {})
+    for key in _IMPERSONATION:
+        if user.get(key):
+            raise ConfigError(
+                f"kubeconfig user {user_name!r} sets {key} (impersonation), which waitfor "
+                "does not support"
+            )
+    cert_pem = _pem(user, "client-certificate")
+    key_pem = _pem(user, "client-key")
+    token = user.get("token") or None
+    if token and (problem := bearer_problem(str(token))):
+        raise ConfigError(f"kubeconfig user {user_name!r} token is not a bearer token: {problem}")
+    if user.get("tokenFile"):
+        token = _read_token(str(user["tokenFile"]), "tokenFile") or token
+    if not user.get("exec") and user.get("auth-provider"):
+        provider = str((user["auth-provider"] or {}).get("name") or "?")
+        raise ConfigError(
+            f"user {user_name!r}: auth-provider {provider!r} is not supported "
+            "(removed from kubectl; use its exec credential plugin)"
+        )
+    return _Chosen(
+        context, cluster, server, user_name, user, token and str(token), cert_pem, key_pem
+    )
+
+
+def _finish(chosen: _Chosen, plugin: _Plugin | None) -> Credentials:
+    """The credentials of a chosen context (with its exec plugin's answer, if it has one)."""
+    user, user_name, cluster = chosen.user, chosen.user_name, chosen.cluster
+    headers: dict[str, str] = {}
+    secrets: set[str] = set()
+    token, cert_pem, key_pem = chosen.token, chosen.cert_pem, chosen.key_pem
+    pair_from = None  # the plugin that gave the certificate, if one did
+    if plugin is not None:
+        token = plugin.token or token
+        if plugin.cert_pem and plugin.key_pem:
+            cert_pem, key_pem = plugin.cert_pem, plugin.key_pem
+            pair_from = f"exec plugin {_plugin_name(user['exec'])}"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+        secrets.add(str(token))
+    elif user.get("username") and user.get("password"):
+        if problem := _basic_problem(str(user["username"]), str(user["password"])):
+            raise ConfigError(
+                f"kubeconfig user {user_name!r} username / password cannot be sent as basic "
+                f"auth: {problem}"
+            )
+        pair = f"{user['username']}:{user['password']}".encode()
+        headers["Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
+        secrets.update({str(user["password"]), headers["Authorization"][6:]})
+    if key_pem:
+        secrets.add(key_pem)
+    tls = tls_context(
+        ca_pem=_pem(cluster, "certificate-authority"),
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        cert_pem=cert_pem,
+        key_pem=key_pem,
+        pair_from=pair_from,
+    )
+    return Credentials(
+        server=chosen.server,
+        context=tls,
+        headers=headers,
+        namespace=str(chosen.context.get("namespace") or "") or "default",
+        who=f"user {user_name}" if user_name else "the anonymous user",
+        sni=cluster.get("tls-server-name") or None,
+        secrets=frozenset(secrets),
+    )
 
 
 def bearer_problem(token: str) -> str | None:
@@ -253,12 +318,14 @@ def kubeconfig_files(environ: Mapping[str, str]) -> list[str]:
     return seen
 
 
-def merge(files: list[str]) -> Json:
+def merge(files: list[str], documents: Sequence[Json | None] = ()) -> Json:
     """client-go's merge: per name, the first file to define a cluster/context/user wins, and
-    the first ``current-context`` wins. Relative paths are resolved against each file's folder."""
+    the first ``current-context`` wins. Relative paths are resolved against each file's folder.
+    ``documents``: the files already read (:func:`load_file_now`)."""
     merged: Json = {"clusters": [], "contexts": [], "users": []}
-    for path in files:
-        document = load_file(path)
+    for index, path in enumerate(files):
+        read = documents[index] if index < len(documents) else None
+        document = read if read is not None else load_file(path)
         base = os.path.dirname(os.path.abspath(path))
         if not merged.get("current-context") and document.get("current-context"):
             merged["current-context"] = document["current-context"]
@@ -273,6 +340,26 @@ def merge(files: list[str]) -> Json:
                 merged[section].append({"name": entry.get("name"), inner: _resolve(body, base)})
                 have.add(entry.get("name"))
     return merged
+
+
+def load_file_now(path: str) -> Json | None:
+    """The file, read without PyYAML (:mod:`.plainyaml`), checked as :func:`load_file` checks
+    it; None if that reader steps aside or the file is not usable (:func:`load_file` says why)."""
+    from waitfor.net.k8s import plainyaml
+
+    try:
+        with open(path, encoding="ascii") as file:
+            text = file.read(MAX_KUBECONFIG + 1)
+    except (OSError, UnicodeError):
+        return None
+    document = plainyaml.load(text) if len(text) <= MAX_KUBECONFIG else None
+    if not isinstance(document, dict):
+        return None
+    try:
+        check_shape(document, path)
+    except ConfigError:
+        return None
+    return document
 
 
 def load_file(path: str) -> Json:
@@ -484,7 +571,10 @@ def _token_subject(token: str) -> str | None:
     return None
 
 
+#: contexts made, the most recently used last; at most CONTEXTS_KEPT (an exec plugin's
+#: rotating client certificates make a new one each time)
 _CONTEXTS: dict[tuple[str | None, bool, str | None, str | None], ssl.SSLContext] = {}
+CONTEXTS_KEPT = 8
 
 
 def tls_context(
@@ -500,8 +590,9 @@ def tls_context(
     ``pair_from`` names the exec plugin that gave the certificate and key: if they do not load,
     that is not ready (CredentialError, the plugin may do better), not a configuration error."""
     key = (ca_pem, insecure, cert_pem, key_pem)
-    cached = _CONTEXTS.get(key)
+    cached = _CONTEXTS.pop(key, None)
     if cached is not None:
+        _CONTEXTS[key] = cached  # the most recently used, last
         return cached
     if insecure:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -523,6 +614,8 @@ def tls_context(
             raise CredentialError(
                 f"{pair_from}: client certificate / key are not a usable PEM pair"
             ) from None
+    while len(_CONTEXTS) >= CONTEXTS_KEPT:
+        del _CONTEXTS[next(iter(_CONTEXTS))]  # the least recently used
     _CONTEXTS[key] = context
     return context
 
@@ -574,6 +667,8 @@ async def run_exec_plugin(
     spec: Json, cluster: Json, environ: Mapping[str, str], budget: float
 ) -> _Plugin:
     """Run an exec credential plugin once and read its ExecCredential."""
+    import asyncio
+
     api_version = str(spec.get("apiVersion") or "")
     command = str(spec.get("command") or "")
     if api_version not in EXEC_API_VERSIONS:
@@ -665,6 +760,8 @@ async def run_exec_plugin(
     if status.get("expirationTimestamp"):
         try:
             stamp = _text(status["expirationTimestamp"]).replace("Z", "+00:00")
+            from datetime import datetime
+
             expires = datetime.fromisoformat(stamp).timestamp() - EXPIRY_MARGIN
         except ValueError:
             raise CredentialError(f"exec plugin {shown}: unreadable expirationTimestamp") from None
