@@ -6,7 +6,7 @@ decides.
 retried, the reason says "stalled") or ``fatal`` (exit 2). kstatus's ``Current`` is waitfor's
 ready, ``Failed`` its stalled, every other status its waiting. Where kubectl has a rule of its own
 (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, Pod, Service) waitfor keeps kubectl's, so a
-row may differ: ``differs`` says how, and README's "kstatus and kubectl" table lists that row.
+row may differ: ``differs`` says how, and docs/kinds/k8s.md's table of differences lists it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ A scripted API server serves each row's object exactly as the row writes it (a r
 add defaults, and its controllers would rewrite the status): discovery, the list, the watch.
 One waitfor run waits for all of them; its JSON summary says what it decided for each. Every
 row agrees with kstatus, except the rows of the types where waitfor keeps kubectl's rule, which
-README lists one by one. tests/k8s/test_kstatus_lab.py does the same on the real lab for the
-types whose status can be set there.
+docs/kinds/k8s.md lists one by one. tests/k8s/test_kstatus_lab.py does the same on the real lab
+for the types whose status can be set there.
 """
 
 from __future__ import annotations
@@ -145,9 +145,9 @@ def test_every_row_of_kstatus_table_as_kstatus_or_as_readme_says(tmp_path: Path)
 
 @pytest.mark.parametrize("r", ROWS, ids=lambda r: r.name)
 def test_row_agrees_with_kstatus_or_readme_names_it(r: Row) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "kinds" / "k8s.md").read_text()
     if r.differs:
         assert r.state != SAME[r.kstatus], f"{r.name}: says it differs, but agrees"
-        assert f"`{r.name}`" in readme, f"README does not name kstatus row {r.name}"
+        assert f"`{r.name}`" in readme, f"docs/kinds/k8s.md does not name kstatus row {r.name}"
     else:
         assert r.state == SAME[r.kstatus], f"{r.name}: differs from kstatus without saying so"
