@@ -334,9 +334,11 @@ def test_the_first_attempt_agrees_with_the_watch_in_cluster(
     assert "k8s:job/done" in agree(states)
 
 
+@pytest.mark.parametrize("in_pod", [False, True], ids=["", "in-a-pod"])
 def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
-    control_plane: ControlPlane, namespace: str, tmp_path: Path
+    in_pod: bool, control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
+    """In a pod (POD_NAME, POD_NAMESPACE) the mesh hint is on: it imports nothing either."""
     create_job(control_plane, namespace, "done")
     control_plane.make_pods_ready(namespace, "job=done", phase="Succeeded", count=1)
     control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")
@@ -350,7 +352,10 @@ def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(listing), "k8s:job/done"],
-        env=env_for(kubeconfig),
+        env={
+            **env_for(kubeconfig),
+            **({"POD_NAME": "app-0", "POD_NAMESPACE": namespace} if in_pod else {}),
+        },
         capture_output=True,
         text=True,
         timeout=30,
@@ -359,4 +364,5 @@ def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
     assert "is ready: complete" in done.stdout + done.stderr
     imported = set(listing.read_text().split())
     assert "waitfor.kinds.k8s.quick" in imported
+    assert ("waitfor.cli.meshhint" in imported) is in_pod
     assert not imported & {"asyncio", "httpx", "yaml", "waitfor.core.runner"}

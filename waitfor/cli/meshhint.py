@@ -8,21 +8,25 @@ see its own pod (``POD_NAME`` and ``POD_NAMESPACE`` from the downward API, crede
 
 The pod is read only once a refused/reset reason comes (a wait that never sees one makes no API
 call), then at most every :data:`EVERY` seconds while a proxy is not running; any problem reading
-it (no credentials, a 403, no answer) turns the hint off without a word: it is a hint.
+it (no credentials, a 403, no answer) turns the hint off without a word: it is a hint. A wait
+ready at its first attempt (no event loop) imports no asyncio here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from waitfor.cli.report import Reporter
 from waitfor.core.events import Event, TargetResult
 from waitfor.core.targets import Target
+
+if TYPE_CHECKING:
+    import asyncio
 
 #: the sidecars of the meshes that redirect a pod's traffic through themselves
 PROXIES = ("istio-proxy", "linkerd-proxy")
@@ -119,6 +123,9 @@ class MeshHint(Reporter):
         there is no event loop there, and the next report comes from the loop)."""
         if self.off or (self._task is not None and not self._task.done()):
             return
+        asyncio = sys.modules.get("asyncio")  # not imported: no event loop runs
+        if asyncio is None:
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -129,6 +136,8 @@ class MeshHint(Reporter):
         self._task = loop.create_task(self._read())
 
     async def _read(self) -> None:
+        import asyncio
+
         try:
             async with asyncio.timeout(CALL_TIMEOUT):
                 pod = await self._get_pod()
@@ -142,6 +151,8 @@ class MeshHint(Reporter):
             self.off = True  # no proxy, or it runs: nothing will need the hint again
 
     async def _get_pod(self) -> Json:
+        import asyncio
+
         await asyncio.to_thread(lambda: None)  # httpx's import below is the slow part
         from waitfor.net.k8s import client, config
 
@@ -157,6 +168,8 @@ class MeshHint(Reporter):
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The reads end with the wait."""
+        import asyncio
+
         try:
             yield
         finally:

@@ -4,10 +4,11 @@ A ready ``k8s:`` target is one list request: the in-cluster token and ``ca.crt``
 kubeconfig read without PyYAML, :mod:`waitfor.net.k8s.plainyaml`), the built-in TYPE named
 without discovery (:data:`BUILT_IN`: the names kubectl's REST mapper gives these types on every
 server, since the core group and the type's own group are asked first), and the answer judged by
-the target's :class:`~waitfor.kinds.k8s.plan.Plan`. Only "ready" is ever answered; anything
-else — a custom TYPE, an exec plugin, an object not ready, an error, an answer whose ``kind`` is
-not that type's list — returns None, and the watching path (:mod:`.reflector`) starts from the
-beginning, as if this had not happened.
+the target's :class:`~waitfor.kinds.k8s.plan.Plan`. Only "ready" is ever answered (with
+``missing=ready`` also an object, or a Service, the list shows is not there, as the watching path
+says); anything else — a custom TYPE, an exec plugin, an object not ready, an error (a 404 too),
+an answer whose ``kind`` is not that type's list — returns None, and the watching path
+(:mod:`.reflector`) starts from the beginning, as if this had not happened.
 """
 
 from __future__ import annotations
