@@ -65,7 +65,9 @@ def test_a_refused_connection_names_the_pods_mesh_proxy_not_running(
     proxy_state(control_plane, namespace, {"waiting": {"reason": "PodInitializing"}})
     port = refused_port()
     in_pod = {**env, "POD_NAME": "app", "POD_NAMESPACE": namespace}
-    code, out = run(in_pod, "-t", "2", f"tcp://127.0.0.1:{port}")
+    # 5 s: the pod is read in the background from the first refusal on (httpx's import, the
+    # credentials, one GET), which takes over a second on a loaded machine
+    code, out = run(in_pod, "-t", "5", f"tcp://127.0.0.1:{port}")
     assert code == 124, out
     assert "connection refused" in out
     assert HINT in out
