@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -141,6 +142,7 @@ def _postgres(s: Servers) -> list[str]:
     return [
         "postgresql://127.0.0.1:5432",
         "postgres://postgres@127.0.0.1:5432/postgres#mode=query",
+        "postgresql://postgres@127.0.0.1:5432/postgres#table=pg_catalog.pg_class&sql=SELECT%20true",
         f"postgresql://{user}?sslmode=require",
         f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}",
         f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}#mode=query",
@@ -155,6 +157,7 @@ def _mysql(s: Servers) -> list[str]:
     return [
         "mysql://127.0.0.1:3306",
         "mariadb://root@127.0.0.1:3306/mysql#mode=query",
+        "mysql://root@127.0.0.1:3306/mysql#table=user&sql=SELECT%20COUNT(*)%20%3E%200%20FROM%20user",
         f"mysql://{app}?ssl-mode=REQUIRED#mode=query",
         f"mysql://{app}?ssl-mode=VERIFY_IDENTITY&ssl-ca={CA_IN_IMAGE}#mode=query",
     ]
@@ -162,11 +165,13 @@ def _mysql(s: Servers) -> list[str]:
 
 def _redis(s: Servers) -> list[str]:
     tls = s.redis_tls()
+    tls_cli = ["redis-cli", "--tls", "--cacert", str(s.ca_file), "-h", "localhost"]
+    subprocess.run([*tls_cli, "-p", str(tls.port), "SET", "phase", "seeded"], check=True)
     return [
         "redis://127.0.0.1:6379",
         "redis://127.0.0.1:6379/0#mode=query",
         f"rediss://localhost:{tls.port}#cacert={CA_IN_IMAGE}",
-        f"rediss://127.0.0.1:{tls.port}#insecure",
+        f"rediss://127.0.0.1:{tls.port}#insecure&key=phase&value=%5Eseeded$",
     ]
 
 
@@ -178,9 +183,11 @@ def _http(s: Servers) -> list[str]:
 
 def _dns(s: Servers) -> list[str]:
     server = s.dns()
+    server.add_config("mx-host=example.test,mail.example.test,10")  # restarts it
     return [
         "dns:db.example.test",  # through the mounted resolv.conf
         f"dns://{server.address}/db.example.test?type=A",
+        "dns:example.test?type=MX#expect=mail.example.test",
     ]
 
 
@@ -285,9 +292,21 @@ ROWS: dict[str, Row] = {
     "nats": Row(("nats", "tls"), _nats),
     "grpc": Row(("grpc", "grpcs"), _grpc),
     "unix": Row(("unix", "http+unix"), _unix),
-    "file": Row(("file",), lambda s: [f"file://{CA_IN_IMAGE}#nonempty"]),
+    "file": Row(
+        ("file",),
+        lambda s: [
+            f"file://{CA_IN_IMAGE}#nonempty",
+            f"file://{CA_IN_IMAGE}#min-size=100&contains=(%3Fm)%5E-----BEGIN%20CERTIFICATE-----$",
+        ],
+    ),
     # no shell or tools in the image: the command is waitfor itself (subprocesses work there)
-    "exec": Row(("exec",), lambda s: ["exec:waitfor -q -t 30 tcp://127.0.0.1:5432"]),
+    "exec": Row(
+        ("exec",),
+        lambda s: [
+            "exec:waitfor -q -t 30 tcp://127.0.0.1:5432",
+            "exec:waitfor tcp://db#exit-code=2",  # a refusal awaited: exit 2, missing port
+        ],
+    ),
     "kafka": Row(("kafka", "kafka+ssl"), _kafka),
     "mongodb": Row(("mongodb",), _mongodb),
 }

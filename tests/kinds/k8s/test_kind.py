@@ -272,7 +272,6 @@ def test_custom_resource_condition_with_unknown_type_first(
     assert "deployments.apps (deploy)" in out
     code, out = run(env, "-t", "1", "k8s:jbo/x")
     assert "did you mean jobs.batch?" in out
-    # no default readiness for a custom type: said at once, exit 2
     ensure_crd(control_plane)
     waiter = Waiter(env, "-t", "60", "k8s:cert/web#condition=Ready")
     running_soon(waiter)
@@ -299,9 +298,10 @@ def test_custom_resource_condition_with_unknown_type_first(
     )
     code, out = waiter.result()
     assert code == 0, out
+    # without #condition=, kstatus's rule: its Ready condition decides
     code, out = run(env, "-t", "5", "k8s:certificate.example.com/web")
-    assert code == 2, out
-    assert "no default readiness" in out
+    assert code == 0, out
+    assert "is ready: Ready is True" in out
     code, out = run(env, "-t", "5", "k8s:cert/web#json=status.conditions[0].status==True")
     assert code == 0, out
 
