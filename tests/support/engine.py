@@ -64,10 +64,11 @@ def inspect(name: str) -> dict[str, Any]:
 
 
 @contextmanager
-def api_service() -> Iterator[str]:
-    """Podman's API service on a new socket; its path. Stopped (and the socket gone) after."""
+def api_service(name: str = "engine.sock") -> Iterator[str]:
+    """Podman's API service on a new socket ``name`` in a new folder; its path. Stopped (and the
+    folder gone) after."""
     directory = tempfile.mkdtemp(prefix="waitfor-engine-")
-    sock = os.path.join(directory, "engine.sock")
+    sock = os.path.join(directory, name)
     service = subprocess.Popen(
         ["podman", "system", "service", "--time=0", f"unix://{sock}"],
         env=ENV,
