@@ -125,9 +125,9 @@ def probe(target: str, env: dict[str, str]) -> Outcome:
 def expected(state: dict[str, Any], exited: int | None) -> bool:
     """Ready by podman inspect's account: running (and healthy if checked), or exited N."""
     if exited is not None:
-        return state["Status"] == "exited" and state["ExitCode"] == exited
+        return bool(state["Status"] == "exited" and state["ExitCode"] == exited)
     health = (state.get("Health") or {}).get("Status") or ""
-    return state["Status"] == "running" and health in ("", "healthy")
+    return bool(state["Status"] == "running" and health in ("", "healthy"))
 
 
 ROLES = ("running", "healthy-later", "unhealthy", "exited-0", "exited-3", "logs-later", "tty")
