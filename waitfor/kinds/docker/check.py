@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from waitfor.kind import Address, Check, OptionPairs, Outcome, Value, reject_unknown, single
+from waitfor.kinds.docker import ready
 
 if TYPE_CHECKING:
     from waitfor.kind import Deadline, Pattern
@@ -98,22 +99,36 @@ class DockerCheck(Check[DockerOptions]):
     def _log_state(self) -> dict[str, Any]:
         return {}  # container id, since, matched: where the reading of its logs has got to
 
-    def _engine(self) -> Engine | str:
-        from waitfor.kinds.docker.engine import Endpoint, Engine, find_socket
+    def _endpoint(self) -> Endpoint | str:
+        """DOCKER_HOST's, else the first default socket that exists (or why there is none)."""
+        from waitfor.kinds.docker.engine import Endpoint, find_socket
 
         params = dict(self.target.params)
         if params:
-            endpoint: Endpoint | str = Endpoint(
-                socket=params["socket"], host=params["host"], port=int(params["port"])
-            )
-        else:
-            endpoint = find_socket()
+            return Endpoint(socket=params["socket"], host=params["host"], port=int(params["port"]))
+        return find_socket()
+
+    def _engine(self) -> Engine | str:
+        from waitfor.kinds.docker.engine import Engine
+
+        endpoint = self._endpoint()
         if isinstance(endpoint, str):
             return endpoint
         engine = self._engines.get(endpoint)
         if engine is None:
             engine = self._engines[endpoint] = Engine(endpoint)
         return engine
+
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
+        """The quick first attempt (:mod:`.quick`): running / exited, not logs."""
+        if self.options.log is not None:
+            return None
+        from waitfor.kinds.docker.quick import first_attempt
+
+        endpoint = self._endpoint()
+        if isinstance(endpoint, str):
+            return None
+        return first_attempt(endpoint, self.target.host, self.options.exited, deadline)
 
     async def probe(self, deadline: Deadline) -> Outcome:
         from waitfor.kinds.docker.engine import EngineError, NoSuchContainer
@@ -133,8 +148,8 @@ class DockerCheck(Check[DockerOptions]):
         except EngineError as exc:
             return Outcome.down(str(exc))
         if self.options.exited is not None:
-            return exited(name, container, self.options.exited)
-        return running(name, container)
+            return ready.exited(name, container, self.options.exited)
+        return ready.running(name, container)
 
     async def _read_logs(
         self, engine: Engine, container: dict[str, Any], deadline: Deadline
@@ -164,73 +179,9 @@ class DockerCheck(Check[DockerOptions]):
                     state["since"] = since_after(lines[-1].partition(b" ")[0]) or ""
         if state.get("matched"):
             return Outcome.up(f"a line of container {name}'s logs matches {shown!r}")
-        now = describe_state(container)
+        now = ready.describe_state(container)
         return Outcome.down(f"no line of container {name}'s logs matches {shown!r} yet ({now})")
 
     async def aclose(self) -> None:
         for engine in self._engines.values():
             await engine.aclose()
-
-
-def describe_state(container: dict[str, Any]) -> str:
-    """``status exited, code 1``: the container's status as the engine words it."""
-    state = container.get("State") or {}
-    status = str(state.get("Status") or ("running" if state.get("Running") else "unknown"))
-    if status in ("exited", "dead", "restarting") and isinstance(state.get("ExitCode"), int):
-        return f"status {status}, code {state['ExitCode']}"
-    return f"status {status}"
-
-
-def running(name: str, container: dict[str, Any]) -> Outcome:
-    """Running and, if it has a healthcheck, healthy (docker compose's service_healthy)."""
-    state = container.get("State") or {}
-    if state.get("Paused") or state.get("Status") == "paused":
-        return Outcome.down(f"container {name} is paused")
-    if not state.get("Running") or state.get("Status") not in ("running", None):
-        return Outcome.down(f"container {name} is not running ({describe_state(container)})")
-    health = state.get("Health")
-    if not isinstance(health, dict):
-        health = {}
-    status = health.get("Status")
-    if not status or status == "none":
-        return Outcome.up(f"container {name} is running (no healthcheck)")
-    if status == "healthy":
-        return Outcome.up(f"container {name} is running and healthy")
-    return Outcome.down(f"container {name} is running, health is {status} ({last_check(health)})")
-
-
-def last_check(health: dict[str, Any]) -> str:
-    """``last check: exit 1: OUTPUT``, the output on one line (the runner sanitizes it too)."""
-    from waitfor.kind import sanitize
-
-    log = health.get("Log")
-    if not isinstance(log, list) or not log or not isinstance(log[-1], dict):
-        return "no check has run yet"
-    entry = log[-1]
-    output = " ".join(str(entry.get("Output") or "").split())
-    code = entry.get("ExitCode")
-    said = f"exit {code}" if isinstance(code, int) else "no exit code"
-    if output:
-        said += f": {sanitize.shown(output)[:200]}"
-    streak = health.get("FailingStreak")
-    if isinstance(streak, int) and streak > 1:
-        said += f"; {streak} failing in a row"
-    return f"last check: {said}"
-
-
-def exited(name: str, container: dict[str, Any], code: int) -> Outcome:
-    """Exited with ``code``; another code with no restart policy will not change: fatal."""
-    state = container.get("State") or {}
-    status = state.get("Status")
-    found = state.get("ExitCode")
-    if status in ("exited", "dead") and not state.get("Running"):
-        if found == code:
-            return Outcome.up(f"container {name} exited with code {code}")
-        policy = ((container.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name")
-        reason = f"container {name} exited with code {found}, not {code}"
-        if status == "dead" or policy in (None, "", "no"):
-            return Outcome.fatal(f"{reason} (no restart policy: it stays so)")
-        return Outcome.down(f"{reason} (restart policy {policy})")
-    if status == "created":
-        return Outcome.down(f"container {name} has not started yet (status created)")
-    return Outcome.down(f"container {name} has not exited yet ({describe_state(container)})")
