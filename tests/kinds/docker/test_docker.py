@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.servers import Script, unix_http_server
 from tests.support.engine import (
     Containers,
     HealthTimer,
@@ -327,3 +328,41 @@ def test_since_and_frames() -> None:
     frames += b"e\n\n"
     assert demultiplex(frames) == b"cde\n\n"
     assert not frames
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (
+            500,
+            b'{"message": "boom\\u001b[2J\\nwaitfor: forged ready"}',
+            "the engine answered HTTP 500: boom\\x1b[2J waitfor: forged ready",
+        ),
+        (200, b"<html>not an engine</html>", "the engine's answer is not JSON"),
+        (200, b'{"Id": "x"}', "the engine's answer has no container State"),
+    ],
+)
+def test_what_a_strange_engine_answers(
+    tmp_path: Path, status: int, body: bytes, reason: str
+) -> None:
+    sock = tmp_path / "engine.sock"
+    with unix_http_server(str(sock), Script(status=status, body=body)) as script:
+        assert probe("docker:app", {"DOCKER_HOST": f"unix://{sock}"}).reason == reason
+    assert script.requests[0][:2] == ("GET", "/containers/app/json")
+
+
+def test_a_silent_engine_holds_nothing_past_the_deadline(tmp_path: Path) -> None:
+    sock = tmp_path / "engine.sock"
+    with unix_http_server(str(sock), Script(delay=8)):
+        started = time.monotonic()
+        run = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-t", "1.5", "docker:app"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ, "DOCKER_HOST": f"unix://{sock}"},
+        )
+        took = time.monotonic() - started
+    assert run.returncode == 124, run.stderr
+    assert took < 4, took
+    assert "still not ready after 1.5" in run.stderr
