@@ -239,7 +239,7 @@ def test_a_log_line_that_comes_later(engine: Engine) -> None:
 
 
 def test_a_tty_containers_logs(engine: Engine) -> None:
-    run = waitfor(engine, "-t", "10", f"docker:{engine.name('tty')}#log=^tty says hi\\s*$")
+    run = waitfor(engine, "-t", "10", f"docker:{engine.name('tty')}#log=^tty says hi$")
     assert run.returncode == 0, run.stderr
 
 

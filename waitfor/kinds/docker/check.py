@@ -171,7 +171,9 @@ class DockerCheck(Check[DockerOptions]):
                 async for lines in batches:
                     if not lines:
                         continue
-                    if await pattern.search(b"\n".join(line.partition(b" ")[2] for line in lines)):
+                    # less each line's timestamp, and a TTY's carriage return
+                    text = b"\n".join(line.partition(b" ")[2].rstrip(b"\r") for line in lines)
+                    if await pattern.search(text):
                         state["matched"] = True
                         break
                     # searched: the next attempt reads on from here (the same second again on

@@ -100,12 +100,11 @@ class Engine:
     def __init__(self, endpoint: Endpoint) -> None:
         import httpx
 
+        from waitfor.kind import host_port
         from waitfor.net import tls
         from waitfor.net.httptransport import NetTransport
 
         self.endpoint = endpoint
-        from waitfor.kind import host_port
-
         base = f"http://{host_port(endpoint.host, endpoint.port) if endpoint.host else 'localhost'}"
         self.client = httpx.AsyncClient(
             transport=NetTransport(tls.plaintext_only_context(), uds=endpoint.socket or None),
