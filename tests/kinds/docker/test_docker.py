@@ -32,6 +32,10 @@ from waitfor.core.targets import parse_target
 from waitfor.kind import Outcome
 from waitfor.kinds.docker.engine import demultiplex, endpoint_from_env, since_after
 
+#: a new machine's first run makes the base image (images/build: debootstrap, minutes), in the
+#: module fixture, whose time counts against the first test's timeout
+pytestmark = pytest.mark.timeout(1500)
+
 #: the "-later" containers turn healthy / print their line when the test touches this file
 GO = "/run/go"  # inside the container
 FOREVER = ("sleep", "infinity")
