@@ -34,11 +34,10 @@ from bench.scenarios import (
     run_measured,
     under_callgrind,
 )
-from tests.grpcserver import grpc_server
-from tests.servers import (
+from tests.support.grpcserver import grpc_server
+from tests.support.ports import free_port, free_ports
+from tests.support.servers import (
     Script,
-    free_port,
-    free_ports,
     http_server,
     tcp_listener,
     unix_http_server,

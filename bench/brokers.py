@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scenarios import Series, Tool, cold_start, detection
-from tests.brokers import (
+from tests.support.brokers import (
     MOSQUITTO_PORT,
     NATS_PORT,
     RABBITMQ_PORT,
@@ -31,7 +31,7 @@ from tests.brokers import (
     have,
     rabbitmqctl,
 )
-from tests.servers import listening
+from tests.support.servers import listening
 
 BINARIES = ("rabbitmqctl", "rabbitmq-diagnostics", "mosquitto", "mosquitto_sub", "nats-server")
 

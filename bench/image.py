@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.servers import free_port, http_server, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import http_server, tcp_listener
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}

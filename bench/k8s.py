@@ -1,6 +1,6 @@
 """Kubernetes objects: detection latency and cold start against the lab's real control plane.
 
-The lab (tests/k8s/lab.py: etcd, kube-apiserver and kube-controller-manager 1.20.2 on loopback)
+The lab (tests/support/lab.py: etcd, kube-apiserver, kube-controller-manager 1.20.2 on loopback)
 holds a Job whose pod is bound to the lab's node. All three waiters start together, each trial:
 waitfor ``k8s:job/x``, ``kubectl wait --for=condition=complete`` (the lab's kubectl 1.20.2) and a
 k8s-wait-for-style loop (``kubectl get`` every 2 s). 1-11 s later the pod is reported Succeeded
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scenarios import Series, Tool, cold_start, stop
-from tests.k8s import lab
+from tests.support import lab
 
 JOB = "x"
 

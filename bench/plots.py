@@ -176,7 +176,7 @@ def k8s_tables(k: dict[str, Any]) -> list[str]:
         "",
         "## Kubernetes objects",
         "",
-        "Against the lab's control plane (`tests/k8s/lab.py`: kube-apiserver and "
+        "Against the lab's control plane (`tests/support/lab.py`: kube-apiserver and "
         "kube-controller-manager 1.20.2 on loopback; kubectl 1.20.2). Detection latency: the "
         "three waiters start together; 1-11 s later the Job's pod is reported Succeeded (the "
         "kubelet's status PATCH) and the real Job controller marks the Job Complete; a waiter's "

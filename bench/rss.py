@@ -27,7 +27,8 @@ from pathlib import Path
 
 import trustme  # the peers' venv (bench/run) and the dev group have it
 
-from tests.servers import free_port, scripted_peer
+from tests.support.ports import free_port
+from tests.support.servers import scripted_peer
 
 #: made once: every connection of the untrusted peer shows it
 _CERT = trustme.CA().issue_cert("localhost", "127.0.0.1")

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tests import mysqld
-from tests.dnsserver import DnsServer
-from tests.pg import Cluster, make_template
-from tests.redisd import Memcached, RedisServer
+from tests.support import mysqld
+from tests.support.dnsserver import DnsServer
+from tests.support.pg import Cluster, make_template
+from tests.support.redisd import Memcached, RedisServer
 
 
 @dataclass

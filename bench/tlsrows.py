@@ -17,8 +17,15 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT, NatsServer, have, tls_terminator
-from tests.servers import listening
+from tests.support.brokers import (
+    MOSQUITTO_PORT,
+    NATS_PORT,
+    RABBITMQ_PORT,
+    NatsServer,
+    have,
+    tls_terminator,
+)
+from tests.support.servers import listening
 
 REDIS_PORT = 6379
 
@@ -76,7 +83,7 @@ def targets() -> Iterator[dict[str, str]]:
                 f"mongodb://127.0.0.1:{behind_tls(port)}/?tls=true&tlsCAFile={ca_file}"
             )
         if importlib.util.find_spec("confluent_kafka"):
-            from tests.kafkamock import mock_cluster
+            from tests.support.kafkamock import mock_cluster
 
             cluster = stack.enter_context(mock_cluster(1))
             port = int(cluster.addresses[0].rpartition(":")[2])

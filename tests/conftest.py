@@ -5,22 +5,83 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
-from tests import mysqld
-from tests.dnsserver import DnsServer
-from tests.pg import Cluster, make_template
-from waitfor.core.backoff import Backoff
+from tests.support import mysqld
+from tests.support.dnsserver import DnsServer
+from tests.support.pg import Cluster, make_template
 
 # CI explores the same examples every run (a red CI must be reproducible); local runs roam.
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-#: quick retries for tests whose point is not the waiting itself
-FAST = Backoff(initial=0.01, maximum=0.05)
+TESTS = Path(__file__).parent
+
+#: Support modules whose use needs root (network or PID namespaces, a private mount of
+#: /etc/resolv.conf with port 53), and the marks a test using them gets.
+SUPPORT_MARKS = {
+    "tests.support.netns": ("netns", "root"),
+    "tests.support.pidns": ("root",),
+    "tests.support.silent_nameserver": ("root",),
+}
+#: Fixtures and the marks a test using them (directly or through another fixture) gets.
+FIXTURE_MARKS = {
+    "image": ("image", "root"),  # tests/image/conftest.py: the podman image
+    "lab_binaries": ("k8s",),  # tests/kinds/k8s/conftest.py: the lab's binaries and planes
+    "netns": ("netns", "root"),  # a network namespace of the test's own
+}
+
+
+def _support_modules(module: object) -> set[str]:
+    """The support modules a test module uses, by what its names are bound to."""
+    found = set()
+    for value in vars(module).values():
+        name = getattr(value, "__module__", None) or getattr(value, "__name__", None)
+        if name in SUPPORT_MARKS:
+            found.add(name)
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers' marks, from each test's folder, fixtures and support modules (the markers
+    are described in pyproject.toml; CONTRIBUTING.md says which tier runs what)."""
+    for item in items:
+        marks: set[str] = set()
+        folder = item.path.relative_to(TESTS).parts[0]
+        if folder == "image":
+            marks |= {"image", "root"}
+        if item.path.name == "test_bench.py":
+            marks |= {"bench", "root"}
+        for fixture in getattr(item, "fixturenames", ()):
+            marks.update(FIXTURE_MARKS.get(fixture, ()))
+        module = getattr(item, "module", None)
+        if module is not None:
+            for name in _support_modules(module):
+                marks.update(SUPPORT_MARKS[name])
+        for mark in sorted(marks - {m.name for m in item.iter_markers()}):
+            item.add_marker(mark)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile`` (scripts/test), each test file runs on one worker, so that its
+    module-scoped servers, virtualenvs and tallies are made once, as in a serial run; and all of
+    tests/image/ on one worker: one image build, no two podman runs fighting for the two cores.
+    (xdist's loadgroup would say this with marks, but it cannot rename nodes under pytest 9.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/image/" if path.startswith("tests/image/") else path
+
+    return FileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

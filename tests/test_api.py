@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import free_port, tcp_listener
+from tests.support.imports import run_listing_imports
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor import (
     Target,
     TargetError,
@@ -200,22 +202,9 @@ def test_bad_targets() -> None:
 def test_cold_tcp_run_imports_no_protocol_library(tmp_path: Path) -> None:
     """An init container's cold start is paid on every pod start: tcp must not load httpx & co."""
     port = free_port()
-    listing = tmp_path / "modules"
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli.command import main\n"
-        "main(sys.argv[2:])\n"
-    )
     with tcp_listener(port):
-        result = subprocess.run(
-            [sys.executable, "-c", script, str(listing), f"tcp://127.0.0.1:{port}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result, imported = run_listing_imports(tmp_path, f"tcp://127.0.0.1:{port}")
     assert result.returncode == 0, result.stderr
-    imported = set(listing.read_text().split())
     assert "waitfor.kinds.tcp" in imported
     assert not imported & {"httpx", "dns", "dns.resolver", "psycopg", "waitfor.kinds.http.check"}
 
@@ -241,11 +230,11 @@ def test_zero_timeout_and_a_stable_window_cannot_both_hold() -> None:
 
 
 def test_logging_at_info_stays_quiet_while_an_http_target_is_down() -> None:
-    """The README's ``logging.basicConfig(level=logging.INFO)``: a down http target (a real
+    """docs/library.md's ``logging.basicConfig(level=logging.INFO)``: a down http target (a real
     server answering 503) logs a few waitfor lines, not one per attempt, and none of httpx's
     per-request lines for waitfor's own requests; the application's own httpx requests
     still log as the application configured them."""
-    from tests.servers import Script, http_server
+    from tests.support.servers import Script, http_server
 
     with http_server(Script(status=503, body=b"down")) as (url, script):
         program = (

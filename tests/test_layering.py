@@ -2,7 +2,7 @@
 
 Every ``import`` counts: at module level, inside functions, under ``TYPE_CHECKING``, and the
 implicit import of each package whose submodule is imported (its ``__init__`` runs first). The
-rules (README, "Development"):
+rules (docs/architecture.md):
 
 - no import cycle anywhere in waitfor/;
 - package ``__init__``\\ s hold at most a docstring (every start would pay for more), except the

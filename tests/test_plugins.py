@@ -1,6 +1,7 @@
 """Third-party kinds: real packages built and installed into a virtualenv, used by entry point.
 
-The example plugin of the README (examples/plugin, a ZooKeeper "ruok" check) is installed with
+The example plugin of docs/architecture.md (examples/plugin, a ZooKeeper "ruok" check) is
+installed with
 pip (offline, no build isolation) next to a package whose kinds are broken, and waited on through
 the CLI and the library of that virtualenv.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).parent.parent
 PLUGIN = ROOT / "examples" / "plugin"
@@ -244,7 +245,8 @@ def test_a_kind_without_a_host_needs_only_probe(venv: Path, tmp_path: Path) -> N
 
 
 def test_plugins_use_only_the_published_interface() -> None:
-    """examples/plugin and the README's kind imports come from waitfor.kind (and waitfor) only."""
+    """examples/plugin and docs/architecture.md's kind imports come from waitfor.kind (and
+    waitfor) only."""
     sources = [(PLUGIN / "waitfor_zookeeper.py").read_text(), FLAGFILE]
     for source in sources:
         imports = [line for line in source.splitlines() if "import" in line and "waitfor" in line]

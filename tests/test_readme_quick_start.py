@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.servers import free_port
+from tests.support.ports import free_port
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _VARIABLE = [(re.compile(r"\d+\.\d+s"), "T"), (re.compile(r"\(\d+ attempts?\)"), "(N)")]

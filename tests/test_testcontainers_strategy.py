@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import free_port, tcp_listener
+from tests.support.fast import FAST
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor.testcontainers import ContainerExited, WaitforStrategy
 
 

@@ -255,7 +255,7 @@ def wait_for(
 
 def _wait(targets: Sequence[str | Target], parameters: dict[str, Any]) -> Wait:
     """The :class:`Wait` of a call of :func:`wait_for` or :func:`wait_for_async`, given its
-    ``locals()`` on entry (its parameters, which are Wait's: tests/test_options.py), logging."""
+    ``locals()`` on entry (its parameters, which are Wait's: tests/cli/test_options.py), logging."""
     keywords = {name: value for name, value in parameters.items() if name != "targets"}
     return Wait(*targets, **keywords, log=True)
 

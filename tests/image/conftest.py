@@ -1,14 +1,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
-
+from tests.support.podman import build as podman_build
 
 #: A new machine's first image test builds its image (debootstrap, minutes); the compose test its
 #: services' image: their fixtures' time counts against the test's timeout, the suite's 120 s.
@@ -21,31 +17,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT))
 
 
-def podman(
-    *args: str, timeout: float = 120, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["podman", *args], capture_output=True, text=True, timeout=timeout, env=ENV
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)} failed:\n{result.stderr}")
-    return result
-
-
-def podman_popen(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        ["podman", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
-    )
-
-
 @pytest.fixture(scope="session")
 def image() -> str:
     """The image, built by images/build (which installs podman where it is missing)."""
     if os.geteuid() != 0:
         pytest.skip("the image tests run podman as root (rootful storage and networking)")
-    build = subprocess.run(
-        [str(ROOT / "images" / "build")], capture_output=True, text=True, timeout=1200, env=ENV
-    )
+    build = podman_build("build")
     if build.returncode != 0 and "podman" in build.stderr and "cannot" in build.stderr.lower():
         pytest.skip(f"podman cannot run here: {build.stderr.strip().splitlines()[-1]}")
     assert build.returncode == 0, build.stderr

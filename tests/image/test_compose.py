@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.image.conftest import ENV, ROOT, podman
+from tests.support.podman import ENV, ROOT, podman
+from tests.support.podman import build as podman_build
 
 COMPOSE = ROOT / "examples" / "compose.yaml"
 BASE = "localhost/waitfor-base:bookworm"
@@ -30,13 +31,7 @@ HEALTHZ = "mkdir -p /tmp/www && touch /tmp/www/healthz && cd /tmp/www"
 def services_image() -> Iterator[str]:
     name = "localhost/waitfor-test-services:bookworm"
     existed = podman("image", "exists", name, check=False).returncode == 0
-    build = subprocess.run(
-        [str(ROOT / "images" / "test-services-image")],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=ENV,
-    )
+    build = podman_build("test-services-image")
     assert build.returncode == 0, build.stderr
     yield build.stdout.strip()
     if not existed:  # its root stays cached in images/.cache: the next import is quick

@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.image.conftest import ENV, podman, podman_popen
-from tests.pg import Cluster
-from tests.servers import free_port
+from tests.support.pg import Cluster
+from tests.support.podman import ENV, podman, podman_popen
+from tests.support.ports import free_port
 
 
 def size(name: str) -> int:

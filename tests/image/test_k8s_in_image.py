@@ -1,6 +1,6 @@
 """The k8s: kind inside the image, as an initContainer runs it: the in-cluster path.
 
-The lab's API server (tests/k8s/lab.py) listens on loopback; the container shares the host's
+The lab's API server (tests/support/lab.py) listens on loopback; the container shares the host's
 network, so KUBERNETES_SERVICE_HOST=127.0.0.1 reaches it as a pod reaches the kubernetes Service.
 The ServiceAccount's token (a real one, from the TokenRequest API), ``ca.crt`` and ``namespace``
 are mounted where the kubelet mounts them; the container runs read-only as 65532, like the
@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.image.conftest import podman, podman_popen
-from tests.k8s import lab
+from tests.support import lab
+from tests.support.podman import podman, podman_popen
+
+pytestmark = pytest.mark.k8s  # a lab of its own (the plane fixture), reached from the container
 
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import trustme
 
-from tests.brokers import (
+from tests.support.brokers import (
     MOSQUITTO_PORT,
     NATS_PORT,
     RABBITMQ_PORT,
@@ -27,12 +27,13 @@ from tests.brokers import (
     NatsServer,
     tls_terminator,
 )
-from tests.dnsserver import DnsServer
-from tests.grpcserver import grpc_server
-from tests.image.conftest import podman
-from tests.pg import Cluster
-from tests.redisd import RedisServer, unavailable_reason
-from tests.servers import Script, free_port, http_server, unix_http_server
+from tests.support.dnsserver import DnsServer
+from tests.support.grpcserver import grpc_server
+from tests.support.pg import Cluster
+from tests.support.podman import podman
+from tests.support.ports import free_port
+from tests.support.redisd import RedisServer, unavailable_reason
+from tests.support.servers import Script, http_server, unix_http_server
 from waitfor.core.registry import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"
@@ -98,7 +99,7 @@ class Servers:
         return server
 
     def memcached(self) -> Any:
-        from tests.redisd import Memcached
+        from tests.support.redisd import Memcached
 
         if reason := unavailable_reason("memcached"):
             pytest.skip(reason)
@@ -268,7 +269,7 @@ def _docker(s: Servers) -> list[str]:
 
 def _kafka(s: Servers) -> list[str]:
     """librdkafka's mock cluster (the stand-in for Kafka); kafka+ssl through a TLS terminator."""
-    from tests.kafkamock import mock_cluster
+    from tests.support.kafkamock import mock_cluster
 
     cluster = s.stack.enter_context(mock_cluster(brokers=2))
     cluster.create_topic("orders", partitions=2)
@@ -282,7 +283,7 @@ def _kafka(s: Servers) -> list[str]:
 
 def _mongodb(s: Servers) -> list[str]:
     """mockupdb (the stand-in for mongod) answering hello; TLS through a terminator."""
-    from tests.kinds.test_mongodb import Server
+    from tests.kinds.mongodb.test_mongodb import Server
 
     server = Server()
     s.stack.callback(server.mock.stop)

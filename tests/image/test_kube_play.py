@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.dnsserver import DnsServer
-from tests.image.conftest import podman, podman_popen
-from tests.pg import Cluster
-from tests.servers import Script, free_port, http_server, tcp_listener
+from tests.support.dnsserver import DnsServer
+from tests.support.pg import Cluster
+from tests.support.podman import podman, podman_popen
+from tests.support.ports import free_port
+from tests.support.servers import Script, http_server, tcp_listener
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASE = "localhost/waitfor-base:bookworm"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.image.conftest import podman
-from tests.servers import free_port, tcp_listener
+from tests.support.podman import podman
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 
 
 def run(image: str, log: Path, *args: str) -> int:

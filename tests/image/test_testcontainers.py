@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.image.conftest import ENV, ROOT, podman
+from tests.support.podman import ENV, podman
+from tests.support.podman import build as podman_build
 
 testcontainers = pytest.importorskip(
     "testcontainers", reason="pip install 'waitfor[testcontainers]'"
@@ -70,13 +71,7 @@ def docker_api(image: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def postgres_image(docker_api: str) -> str:
-    build = subprocess.run(
-        [str(ROOT / "images" / "test-postgres-image")],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=ENV,
-    )
+    build = podman_build("test-postgres-image")
     assert build.returncode == 0, build.stderr
     return build.stdout.strip()
 

@@ -6,6 +6,7 @@ A hung NFS or FUSE mount is played by ``os.stat``/``os.scandir`` held at a gate 
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -18,18 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FAST
+from tests.support.fast import FAST
+from tests.support.targets import refusals
+from tests.support.waiting import reason as reason_of
 from waitfor import WaitTimeout, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.core.targets import parse_target
-from waitfor.errors import TargetError
 from waitfor.kinds.file import FileCheck
 
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.3, backoff=FAST)
-    return info.value.results[0].reason
+reason = functools.partial(reason_of, timeout=0.3)
 
 
 def test_missing_then_written(tmp_path: Path) -> None:
@@ -95,8 +93,7 @@ def test_addresses(text: str, path: str) -> None:
     assert parse_target(text).host == path
 
 
-@pytest.mark.parametrize(
-    ("text", "error"),
+test_bad_targets = refusals(
     [
         ("file://server/share/x", "local path"),
         ("file://", "absolute"),
@@ -104,11 +101,8 @@ def test_addresses(text: str, path: str) -> None:
         ("file:///x?y", "no query"),
         ("file:///x#nonempty=maybe", "true or false"),
         ("file:///x#size=3", "unknown option"),
-    ],
+    ]
 )
-def test_bad_targets(text: str, error: str) -> None:
-    with pytest.raises(TargetError, match=error):
-        parse_target(text)
 
 
 HUNG = "/waitfor-hung-mount"

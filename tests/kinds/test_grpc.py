@@ -17,9 +17,10 @@ import h2.events
 import pytest
 import trustme
 
-from tests.conftest import FAST
-from tests.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
-from tests.servers import free_port, http_server, tcp_listener
+from tests.support.fast import FAST
+from tests.support.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
+from tests.support.ports import free_port
+from tests.support.servers import http_server, tcp_listener
 from waitfor import CheckFailed, WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError

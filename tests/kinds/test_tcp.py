@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FAST
-from tests.servers import free_port, tcp_listener
+from tests.support.fast import FAST
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 from waitfor import WaitTimeout, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.tcp import connect_any

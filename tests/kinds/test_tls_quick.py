@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 import trustme
 
-from tests.attempts import assert_first_attempt_as_runner
-from tests.brokers import Mosquitto, NatsServer, RabbitNode, have, tls_terminator
-from tests.redisd import RedisServer
-from tests.servers import read_request, scripted_peer, server_factory
+from tests.support.attempts import assert_first_attempt_as_runner
+from tests.support.brokers import Mosquitto, NatsServer, RabbitNode, have, tls_terminator
+from tests.support.redisd import RedisServer
+from tests.support.servers import read_request, scripted_peer, server_factory
 from waitfor.base.deadline import Deadline
 from waitfor.core.registry import check_class
 from waitfor.core.targets import parse_target
@@ -460,7 +460,7 @@ def test_mongodb_tls(pki: Pki) -> None:
 
 
 def test_kafka_ssl(pki: Pki) -> None:
-    from tests.kafkamock import mock_cluster
+    from tests.support.kafkamock import mock_cluster
 
     with mock_cluster(1) as cluster:
         backend = cluster.addresses[0].rpartition(":")[2]

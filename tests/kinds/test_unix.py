@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST
-from waitfor import WaitTimeout, wait_for
+from tests.support.fast import FAST
+from tests.support.servers import full_backlog
+from tests.support.targets import refusals
+from tests.support.waiting import reason
+from waitfor import wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.core.targets import parse_target
-from waitfor.errors import TargetError
 from waitfor.kind import Outcome
 from waitfor.kinds.unix import UnixCheck
 
@@ -28,12 +30,6 @@ def unix_listener(path: Path) -> Iterator[None]:
         sock.listen(8)
         yield
     path.unlink(missing_ok=True)
-
-
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=0.4, backoff=FAST)
-    return info.value.results[0].reason
 
 
 def test_a_listening_socket_is_ready(tmp_path: Path) -> None:
@@ -97,23 +93,8 @@ def test_waits_for_the_listener(tmp_path: Path) -> None:
 
 def test_a_full_backlog_is_not_ready(tmp_path: Path) -> None:
     path = tmp_path / "app.sock"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.bind(str(path))
-        sock.listen(0)
-        held = []
-        try:
-            for _ in range(8):  # fill the backlog: nobody accepts
-                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                client.setblocking(False)
-                held.append(client)
-                try:
-                    client.connect(str(path))
-                except BlockingIOError:
-                    break
-            assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
-        finally:
-            for client in held:
-                client.close()
+    with full_backlog(path):
+        assert reason(f"unix://{path}") == f"{path}: listening, but its backlog is full"
 
 
 @pytest.mark.parametrize(
@@ -131,19 +112,15 @@ def test_addresses(text: str, path: str) -> None:
     assert str(target) == f"unix://{path}"
 
 
-@pytest.mark.parametrize(
-    ("text", "error"),
+test_bad_targets = refusals(
     [
         ("unix://db/run/app.sock", "local path"),
         ("unix://", "absolute"),
         ("unix:relative.sock", "absolute"),
         ("unix:///" + "x" * 200, "longer than 107 bytes"),
         ("unix:///run/app.sock#nonempty", "unknown option"),
-    ],
+    ]
 )
-def test_bad_targets(text: str, error: str) -> None:
-    with pytest.raises(TargetError, match=error):
-        parse_target(text)
 
 
 def test_path_is_not_followed_into_a_directory(tmp_path: Path) -> None:

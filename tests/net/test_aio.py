@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trustme
 
-from tests.servers import http_server
+from tests.support.servers import http_server
 from waitfor.base.deadline import Deadline
 from waitfor.net import aio
 

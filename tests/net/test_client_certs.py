@@ -4,6 +4,7 @@ scripted rediss peer: every kind on the one TLS path gets the same options)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import ssl
@@ -17,8 +18,9 @@ import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from tests.servers import http_server, scripted_peer
-from waitfor import WaitTimeout, wait_for
+from tests.support.servers import http_server, scripted_peer
+from tests.support.waiting import reason as reason_of
+from waitfor import wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 
@@ -69,10 +71,7 @@ def mtls_url(pki: Pki) -> Iterator[str]:
         yield url
 
 
-def reason(target: str) -> str:
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=1)
-    return info.value.results[0].reason
+reason = functools.partial(reason_of, timeout=1, backoff=None)
 
 
 def test_a_trusted_client_certificate_is_ready(pki: Pki, mtls_url: str) -> None:

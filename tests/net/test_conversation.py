@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import pytest
 import trustme
 
-from tests.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT
-from tests.servers import listening, scripted_peer
+from tests.support.brokers import MOSQUITTO_PORT, NATS_PORT, RABBITMQ_PORT
+from tests.support.servers import listening, scripted_peer
 from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
 from waitfor.net import aio

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import trustme
 
-from tests.peakrss import peak_rss_kib
-from tests.servers import Script, http_server
+from tests.support.peakrss import peak_rss_kib
+from tests.support.servers import Script, http_server
 
 TARGETS = 300
 LIMIT_KIB = 80 * 1024

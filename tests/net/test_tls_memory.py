@@ -19,7 +19,7 @@ import sys
 import pytest
 import trustme
 
-from tests.servers import scripted_peer
+from tests.support.servers import scripted_peer
 from waitfor import parse_target
 from waitfor.base.deadline import Deadline
 from waitfor.core.registry import check_class

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import pytest
 import trustme
 
-from tests.servers import scripted_peer
+from tests.support.servers import scripted_peer
 from waitfor.base.deadline import Deadline
 from waitfor.net import aio
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.reliability.netns import (
+from tests.support.netns import (
     SERVER_ADDRESS,
     Hosts,
     drop,

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import waitfor
-from tests.reliability.pidns import as_pid1, pid1_of
-from tests.servers import free_port
+from tests.support.pidns import as_pid1, pid1_of
+from tests.support.ports import free_port
 
 #: ms after the handlers appear: importing click, parsing, the first attempt, the event loop
 DELAYS_MS = range(0, 151, 10)

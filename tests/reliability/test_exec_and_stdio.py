@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import free_port, tcp_listener
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 
 WAITFOR = (sys.executable, "-m", "waitfor")
 SIGNAL_STATE = 'exec grep -E "^Sig(Ign|Blk|Cgt)" /proc/self/status'

@@ -23,13 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reliability.conftest import SUMMARY
-from tests.servers import (
-    Script,
-    free_port,
-    http_server,
-    raw_http_server,
-    tcp_listener,
-)
+from tests.support.ports import free_port
+from tests.support.servers import Script, http_server, raw_http_server, tcp_listener
 from waitfor.cli import command as cli
 from waitfor.core.targets import Target, parse_target
 from waitfor.errors import TargetError
@@ -397,8 +392,8 @@ def test_any_target_parses_or_is_refused_in_one_line(text: str) -> None:
 
 
 #: where users put secrets, and the raw characters the contract covers there: in a URL password a
-#: raw '@', or a raw '#' with no '@' after it (other delimiters must be percent-encoded, as the
-#: README says); in a DSN anything but spaces unquoted (libpq ends the value there), and inside
+#: raw '@', or a raw '#' with no '@' after it (other delimiters must be percent-encoded, as
+#: docs/cli.md says); in a DSN anything but spaces unquoted (libpq ends the value there), and inside
 #: quotes anything, quotes and backslashes escaped; option and query values are percent-encoded.
 DSN_RAW = "#@:/?&=%\u00e9ab"
 DSN_QUOTED = "#@:/?&= %\u00e9ab\\'"

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.attempts import probe
-from tests.servers import scripted_peer
+from tests.support.attempts import probe
+from tests.support.servers import scripted_peer
 from waitfor.kind import Outcome
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "400")) // 4

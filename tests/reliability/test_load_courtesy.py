@@ -10,7 +10,7 @@ import sys
 import time
 from collections import defaultdict
 
-from tests.servers import Script, http_server
+from tests.support.servers import Script, http_server
 
 
 def request_times(script: Script) -> dict[str, list[float]]:

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from tests.dnsserver import DnsServer
-from tests.servers import free_port
+from tests.support.dnsserver import DnsServer
+from tests.support.ports import free_port
 from waitfor.core.backoff import IMMEDIATE
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import parse_target

@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.redisd import Memcached, unavailable_reason
-from tests.servers import http_server, server_factory, unix_http_server
+from tests.support.redisd import Memcached, unavailable_reason
+from tests.support.servers import http_server, server_factory, unix_http_server
 from waitfor import wait_for
 from waitfor.api import Wait
 

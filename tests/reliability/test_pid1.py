@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from tests.reliability.pidns import as_pid1, pid1_of
-from tests.servers import free_port, tcp_listener
+from tests.support.pidns import as_pid1, pid1_of
+from tests.support.ports import free_port
+from tests.support.servers import tcp_listener
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,

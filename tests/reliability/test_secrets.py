@@ -11,10 +11,11 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.brokers import RABBITMQ_PORT
-from tests.dnsserver import DnsServer
-from tests.pg import Cluster
-from tests.servers import free_port, free_ports, listening
+from tests.support.brokers import RABBITMQ_PORT
+from tests.support.dnsserver import DnsServer
+from tests.support.pg import Cluster
+from tests.support.ports import free_port, free_ports
+from tests.support.servers import listening
 from waitfor import WaitTimeout, wait_for
 
 SECRETS = (

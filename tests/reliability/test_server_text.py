@@ -24,9 +24,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
-from tests.conftest import FAST
-from tests.redisd import RedisServer, unavailable_reason
-from tests.servers import scripted_peer, server_factory
+from tests.support.fast import FAST
+from tests.support.redisd import RedisServer, unavailable_reason
+from tests.support.servers import scripted_peer, server_factory
 from waitfor import CheckFailed, Outcome, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.sanitize import MAX_LENGTH
 from waitfor.cli.report import make_reporter

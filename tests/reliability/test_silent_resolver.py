@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.pidns import end_namespace, pid1_of
-from tests.reliability.silent_nameserver import (
+from tests.support.pidns import end_namespace, pid1_of
+from tests.support.silent_nameserver import (
     SilentNameserver,
     silent_nameserver,
     unavailable_reason,

@@ -3,7 +3,7 @@
 urllib.parse imports ipaddress when it is imported, and the two cost about 4% of a cold start;
 every target needs a URL split. What is here returns what the image's Python (Debian's 3.11,
 with the CVE-2025-0938 fix for text around a bracketed host) returns, errors included, for
-every string: ``tests/test_urlsplit.py`` holds it to that interpreter's urllib.parse, the
+every string: ``tests/base/test_urlsplit.py`` holds it to that interpreter's urllib.parse, the
 oracle, on generated and hostile input. ipaddress and unicodedata are imported only for the URLs
 that need them (a bracketed host, a non-ASCII authority), as urllib.parse uses them.
 """

@@ -8,7 +8,7 @@ ready wait's start-up, and most command lines are only targets: ``waitfor tcp://
 ./app``. :func:`quick_params` reads those without click, and only those: targets, ``-q``,
 ``-t``/``--timeout``, ``--`` and no ``WAITFOR_*`` variable it reads. Anything else (any other
 option, --help, a bad value, the environment) goes to click, which reads it whole; for the words
-quick_params takes, click's parameters are the same (tests/test_cli.py compares the two).
+quick_params takes, click's parameters are the same (tests/cli/test_cli.py compares the two).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Click's options (:mod:`.clickparse`), the quick reading's words, defaults and va
 each option is passed to the library as (:func:`waitfor.cli.command.wait`) all follow from
 :data:`OPTIONS`. Adding an option is one :class:`Option` there (and its line in the docs). One
 that is a library keyword (``keyword=``) is also one parameter of ``Wait``, ``wait_for`` and
-``wait_for_async`` (tests/test_options.py holds the three signatures and their docs to the
+``wait_for_async`` (tests/cli/test_options.py holds the three signatures and their docs to the
 list); one that is a default for every target's ``#option`` (``target_option=``) needs nothing
 else; any other is read by its name where it is used (:func:`waitfor.cli.command.wait`).
 

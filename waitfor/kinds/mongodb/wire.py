@@ -148,7 +148,7 @@ def decode(data: bytes) -> Document:
     Every read is bounds-checked before it is made (a value cut short is ProtocolError, never
     struct.error), and what PyMongo's decoder refuses is refused too: names and strings that are
     not UTF-8, booleans other than 0 and 1, old-style binary whose two lengths disagree
-    (tests/kinds/test_mongodb_bson.py fuzzes this against ``bson.decode``).
+    (tests/kinds/mongodb/test_mongodb_bson.py fuzzes this against ``bson.decode``).
     """
     document, end = _document(data, 0, len(data), 0)
     if end != len(data):

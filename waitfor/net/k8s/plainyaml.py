@@ -6,7 +6,7 @@ mappings and sequences of plain or simply quoted strings, or JSON. This reads th
 gives exactly what ``yaml.safe_load`` gives for it; anything else — anchors, tags, block scalars,
 flow collections other than ``{}`` / ``[]``, escapes, comments after a value, numbers, nulls,
 duplicate keys, a plain scalar YAML 1.1 might read as something other than a string — returns
-None, and the caller reads the file with PyYAML as before (tests/k8s/test_plainyaml.py checks
+None, and the caller reads the file with PyYAML as before (tests/kinds/k8s/test_plainyaml.py checks
 both against each other).
 """
 

@@ -1,0 +1,282 @@
+"""The first attempt (waitfor/kinds/k8s/quick.py) against the watching path, state by state.
+
+For every lab state the kind's tests build (Jobs complete, running, failed, missing; a Deployment
+rolled out or not; its pods by selector with and without min; a StatefulSet, a Pod, a ReplicaSet,
+a DaemonSet; a Service with and without ready endpoints and missing; a ConfigMap's json and
+exists; a custom resource's condition), both paths judge the same target in-process, with a
+token kubeconfig (JSON as the lab writes it, and YAML as kubectl writes it) and in-cluster (the
+ServiceAccount folder, token and ca.crt): the first attempt is ready exactly when the watching
+path's first attempt is, with the same reason, and otherwise steps aside (None). Through the
+CLI, a ready target's run imports neither asyncio, httpx nor yaml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.kinds.k8s.test_kind import CRD, create_job, ensure_crd, env_for, template
+from tests.support import lab
+from tests.support.lab import ControlPlane
+from waitfor.base.deadline import Deadline
+from waitfor.base.outcome import Outcome
+from waitfor.core.targets import parse_target
+from waitfor.kinds.k8s.check import K8sCheck
+from waitfor.net.k8s import config
+
+Json = dict[str, Any]
+
+
+def watching(text: str) -> Outcome:
+    """The watching path's first attempt (2 s: the verdict of the list, or of the watch)."""
+
+    async def attempt() -> Outcome:
+        check = K8sCheck(parse_target(text))
+        try:
+            return await check.probe(Deadline.after(2.0))
+        finally:
+            await check.aclose()
+
+    return asyncio.run(attempt())
+
+
+def quick(text: str) -> Outcome | None:
+    return K8sCheck(parse_target(text)).probe_now(Deadline.after(2.0))
+
+
+def build_states(plane: ControlPlane, ns: str) -> list[str]:
+    """The objects the kind's tests build, each in one state; the targets that judge them."""
+    api = plane.api
+    create_job(plane, ns, "done")
+    create_job(plane, ns, "running")
+    create_job(plane, ns, "failed")
+    plane.make_pods_ready(ns, "job=done", phase="Succeeded", count=1)
+    plane.make_pods_ready(ns, "job=failed", phase="Failed", count=1)
+    plane.make_pods_ready(ns, "job=running", count=1)
+    for name, replicas in (("web", 2), ("idle", 1)):
+        api.create(
+            f"/apis/apps/v1/namespaces/{ns}/deployments",
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": template({"app": name}),
+                },
+            },
+        )
+    plane.make_pods_ready(ns, "app=web", count=2)
+    api.create(
+        f"/apis/apps/v1/namespaces/{ns}/statefulsets",
+        {
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": template({"app": "db"}),
+            },
+        },
+    )
+    plane.make_pods_ready(ns, "app=db", count=1)
+    api.create(
+        f"/apis/apps/v1/namespaces/{ns}/replicasets",
+        {
+            "metadata": {"name": "rs"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "rs"}},
+                "template": template({"app": "rs"}),
+            },
+        },
+    )
+    api.create(
+        f"/apis/apps/v1/namespaces/{ns}/daemonsets",
+        {
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": template({"app": "agent"}),
+            },
+        },
+    )
+    for name, app in (("db", "db"), ("empty", "nothing")):
+        api.create(
+            f"/api/v1/namespaces/{ns}/services",
+            {
+                "metadata": {"name": name},
+                "spec": {"selector": {"app": app}, "ports": [{"port": 1}]},
+            },
+        )
+    api.create(
+        f"/api/v1/namespaces/{ns}/configmaps",
+        {"metadata": {"name": "flag"}, "data": {"go": "yes"}},
+    )
+    ensure_crd(plane)
+    group = CRD["spec"]["group"]
+    certs = f"/apis/{group}/v1/namespaces/{ns}/certificates"
+    api.create(
+        certs, {"apiVersion": f"{group}/v1", "kind": "Certificate", "metadata": {"name": "c"}}
+    )
+    api.patch(
+        f"{certs}/c/status",
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+    )
+    # the controllers' status writes: the Job complete and failed, the rollouts observed
+    plane.wait_condition(f"/apis/batch/v1/namespaces/{ns}/jobs/done", "Complete")
+    plane.wait_condition(f"/apis/batch/v1/namespaces/{ns}/jobs/failed", "Failed")
+    apps = f"/apis/apps/v1/namespaces/{ns}"
+
+    def settled(path: str, key: str, want: int) -> bool | None:
+        return api.get(path).get("status", {}).get(key) == want or None
+
+    lab.wait_until("web", lambda: settled(f"{apps}/deployments/web", "availableReplicas", 2))
+    lab.wait_until("db", lambda: settled(f"{apps}/statefulsets/db", "readyReplicas", 1))
+    lab.wait_until(  # the ready pods' endpoints
+        "endpoints of db",
+        lambda: (
+            any(
+                endpoint.get("conditions", {}).get("ready")
+                for item in api.get(
+                    f"/apis/discovery.k8s.io/v1beta1/namespaces/{ns}/endpointslices",
+                    labelSelector="kubernetes.io/service-name=db",
+                )["items"]
+                for endpoint in item.get("endpoints") or []
+            )
+            or None
+        ),
+    )
+    return [
+        "k8s:job/done",
+        "k8s:jobs.batch/done",
+        "k8s:job/running",
+        "k8s:job/failed",
+        "k8s:job/absent",
+        f"k8s:{ns}/job/done",
+        "k8s:deploy/web",
+        "k8s:deployment.apps/idle",
+        "k8s:po#selector=app=web&min=2",
+        "k8s:pods#selector=app=web&min=3",
+        "k8s:pods#selector=app=nothing",
+        "k8s:sts/db",
+        "k8s:pod/db-0",
+        "k8s:rs/rs",
+        "k8s:ds/agent",
+        "k8s:svc/db",
+        "k8s:svc/db#min=2",
+        "k8s:svc/empty",
+        "k8s:svc/absent",
+        "k8s:cm/flag#json=data.go==yes",
+        "k8s:cm/flag#json=data.go==no",
+        "k8s:cm/flag#exists",
+        "k8s:cm/flag",
+        "k8s:deploy/web#condition=Available",
+        "k8s:job/done#min=2",
+        "k8s:certificates.example.com/c#condition=Ready",
+        "k8s:cert/c#condition=Ready",
+    ]
+
+
+@pytest.fixture
+def states(control_plane: ControlPlane, namespace: str) -> list[str]:
+    return build_states(control_plane, namespace)
+
+
+def yaml_kubeconfig(json_config: Path, folder: Path) -> Path:
+    """The same kubeconfig as kubectl writes it (``kubectl config view --raw`` style YAML)."""
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(json.loads(json_config.read_text()), default_flow_style=False))
+    return path
+
+
+def agree(targets: list[str]) -> list[str]:
+    """Each target's verdict by both paths; asserts they agree, returns the ready ones."""
+    ready = []
+    for text in targets:
+        slow = watching(text)
+        fast = quick(text)
+        if "cert" in text:  # a custom TYPE needs discovery: the first attempt steps aside
+            assert fast is None, (text, fast)
+        elif slow.ready and not slow.permanent:
+            assert fast is not None, (text, slow)
+            assert (fast.ready, fast.reason, fast.permanent) == (True, slow.reason, False), text
+            ready.append(text)
+        else:
+            assert fast is None, (text, slow, fast)
+    return ready
+
+
+@pytest.mark.parametrize("form", ["json", "yaml"])
+def test_the_first_attempt_agrees_with_the_watch_with_a_token_kubeconfig(
+    form: str,
+    control_plane: ControlPlane,
+    namespace: str,
+    states: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace)
+    if form == "yaml":
+        kubeconfig = yaml_kubeconfig(kubeconfig, tmp_path)
+        assert config.load_file_now(str(kubeconfig)) is not None  # read without PyYAML
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    ready = agree(states)
+    # the rows cover both answers, and the quick path only ever speaks for built-in types
+    assert {"k8s:job/done", "k8s:svc/db", "k8s:cm/flag#exists"} <= set(ready)
+    assert not {"k8s:job/running", "k8s:svc/empty"} & set(ready)
+    assert watching("k8s:cert/c#condition=Ready").ready  # the row the quick path leaves alone
+
+
+def test_the_first_attempt_agrees_with_the_watch_in_cluster(
+    control_plane: ControlPlane,
+    namespace: str,
+    states: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = tmp_path / "serviceaccount"
+    folder.mkdir()
+    (folder / "token").write_text(control_plane.admin_token)
+    (folder / "ca.crt").write_text(control_plane.ca_file.read_text())
+    (folder / "namespace").write_text(namespace)
+    monkeypatch.setattr(config, "SERVICE_ACCOUNT_DIR", str(folder))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", control_plane.url.rpartition(":")[2])
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    assert "k8s:job/done" in agree(states)
+
+
+def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    create_job(control_plane, namespace, "done")
+    control_plane.make_pods_ready(namespace, "job=done", phase="Succeeded", count=1)
+    control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace)
+    listing = tmp_path / "modules"
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
+        "from waitfor.cli.command import main\n"
+        "main(sys.argv[2:])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(listing), "k8s:job/done"],
+        env=env_for(kubeconfig),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "is ready: complete" in done.stdout + done.stderr
+    imported = set(listing.read_text().split())
+    assert "waitfor.kinds.k8s.quick" in imported
+    assert not imported & {"asyncio", "httpx", "yaml", "waitfor.core.runner"}

@@ -1,0 +1,60 @@
+"""The command run as users run it: ``python -m waitfor`` in a fresh interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+
+def waitfor(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 30, clean: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``waitfor ARGS``, its output captured; ``env`` is added to this process's environment,
+    from which ``clean`` first takes the WAITFOR_ variables a developer may have set."""
+    base = {k: v for k, v in os.environ.items() if not (clean and k.startswith("WAITFOR_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "waitfor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**base, **(env or {})},
+    )
+
+
+def run_timed(
+    command: list[str], env: dict[str, str], timeout: float
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``command`` run to its end, and the seconds from its first line on stderr (waitfor's
+    "waiting for ..." as its deadline starts) to its exit: a deadline held is judged from
+    there, so an interpreter slow to start on a loaded machine does not count against it."""
+    began = time.monotonic()
+    first: list[float] = []
+    err: list[str] = []
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        errors = proc.stderr
+
+        def read_stderr() -> None:
+            for line in errors:
+                if not first:
+                    first.append(time.monotonic())
+                err.append(line)
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+        try:
+            out = proc.stdout.read()
+            proc.wait(timeout=max(0.0, timeout - (time.monotonic() - began)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        reader.join()
+        ended = time.monotonic()
+    done = subprocess.CompletedProcess(command, proc.returncode, out, "".join(err))
+    return done, ended - (first[0] if first else began)
