@@ -22,37 +22,24 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "images" / "containers.conf")}
+from tests.support.podman import ENV, build, podman
+
 BASE = os.environ.get("BASE", "localhost/waitfor-base:bookworm")
 
 
-def podman(
-    *args: str, timeout: float = 120, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["podman", *args], capture_output=True, text=True, timeout=timeout, env=ENV
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)} failed:\n{result.stderr}")
-    return result
-
-
 def base_image() -> str:
-    """The local base image (python3 and a shell), made by images/build where it is missing."""
+    """The local base image (python3 and a shell), made by images/build where it is missing
+    (which installs podman too), under the machine's build lock."""
     if os.geteuid() != 0:
         pytest.skip("the engine tests run podman as root (rootful storage and networking)")
     if shutil.which("podman") is None or podman("image", "exists", BASE, check=False).returncode:
-        build = subprocess.run(
-            [str(ROOT / "images" / "build")], capture_output=True, text=True, timeout=1200, env=ENV
-        )
+        made = build("build")
         if podman("image", "exists", BASE, check=False).returncode:
-            pytest.skip(f"no base image: images/build failed: {build.stderr.strip()[-300:]}")
+            pytest.skip(f"no base image: images/build failed: {made.stderr.strip()[-300:]}")
     return BASE
 
 

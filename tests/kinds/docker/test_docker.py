@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Script, unix_http_server
 from tests.support.engine import (
     Containers,
     HealthTimer,
     api_service,
     base_image,
     containers,
-    podman,
 )
 from tests.support.engine import inspect as oracle
+from tests.support.podman import podman
+from tests.support.servers import Script, unix_http_server
 from waitfor.base.deadline import Deadline
 from waitfor.core.registry import check_class
 from waitfor.core.targets import parse_target
@@ -51,7 +51,7 @@ class Engine:
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
+def podman_engine() -> Iterator[Engine]:
     image = base_image()
     with api_service() as sock, containers(image) as made:
         health = ("--health-interval=1s", "--health-retries=1")
@@ -158,17 +158,19 @@ def agree(engine: Engine) -> list[tuple[str, str, bool]]:
     return rows
 
 
-def test_every_row_agrees_with_podman_inspect_and_health_is_waited_for(engine: Engine) -> None:
-    name = engine.name("healthy-later")
+def test_every_row_agrees_with_podman_inspect_and_health_is_waited_for(
+    podman_engine: Engine,
+) -> None:
+    name = podman_engine.name("healthy-later")
     assert oracle(name)["Health"]["Status"] == "starting"  # the module's first test
-    first = {(role, fragment) for role, fragment, ready in agree(engine) if ready}
+    first = {(role, fragment) for role, fragment, ready in agree(podman_engine) if ready}
     assert ("healthy-later", "") not in first
-    done = waitfor(engine, "-t", "40", f"container:{name}", later=name)
+    done = waitfor(podman_engine, "-t", "40", f"container:{name}", later=name)
     assert done.returncode == 0, done.stderr
     assert oracle(name)["Health"]["Status"] == "healthy"
     assert f"container {name} is running, health is starting (" in done.stderr, done.stderr
     assert f"container {name} is running and healthy" in done.stderr
-    then = {(role, fragment) for role, fragment, ready in agree(engine) if ready}
+    then = {(role, fragment) for role, fragment, ready in agree(podman_engine) if ready}
     assert then == {
         ("running", ""),
         ("healthy-later", ""),
@@ -179,15 +181,15 @@ def test_every_row_agrees_with_podman_inspect_and_health_is_waited_for(engine: E
     }
 
 
-def test_reasons_say_why_not_ready(engine: Engine) -> None:
-    unhealthy, exited3 = engine.name("unhealthy"), engine.name("exited-3")
-    missing = engine.name("never-made")
+def test_reasons_say_why_not_ready(podman_engine: Engine) -> None:
+    unhealthy, exited3 = podman_engine.name("unhealthy"), podman_engine.name("exited-3")
+    missing = podman_engine.name("never-made")
     deadline = time.monotonic() + 20  # the first check has run
     while oracle(unhealthy).get("Health", {}).get("Status") != "unhealthy":
         assert time.monotonic() < deadline
         time.sleep(0.3)
     run = waitfor(
-        engine,
+        podman_engine,
         "-o",
         "json",
         "-t",
@@ -215,22 +217,24 @@ def test_reasons_say_why_not_ready(engine: Engine) -> None:
     assert reasons[f"docker:{missing}"] == f"no such container {missing}"
 
 
-def test_exited_with_another_code_is_final(engine: Engine) -> None:
-    name = engine.name("exited-3")
-    run = waitfor(engine, "-t", "20", f"docker:{name}#exited=0")
+def test_exited_with_another_code_is_final(podman_engine: Engine) -> None:
+    name = podman_engine.name("exited-3")
+    run = waitfor(podman_engine, "-t", "20", f"docker:{name}#exited=0")
     assert run.returncode == 2, run.stderr
     assert f"container {name} exited with code 3, not 0 (no restart policy" in run.stderr
-    assert waitfor(engine, "-t", "5", f"docker:{name}#exited=3").returncode == 0
+    assert waitfor(podman_engine, "-t", "5", f"docker:{name}#exited=3").returncode == 0
 
 
-def test_a_log_line_that_comes_later(engine: Engine) -> None:
-    name = engine.name("logs-later")
-    assert waitfor(engine, "-t", "1", rf"docker:{name}#log=^listening on").returncode == 124
-    run = waitfor(engine, "-t", "30", rf"docker:{name}#log=^listening on \d+$", later=name)
+def test_a_log_line_that_comes_later(podman_engine: Engine) -> None:
+    name = podman_engine.name("logs-later")
+    assert waitfor(podman_engine, "-t", "1", rf"docker:{name}#log=^listening on").returncode == 124
+    run = waitfor(podman_engine, "-t", "30", rf"docker:{name}#log=^listening on \d+$", later=name)
     assert run.returncode == 0, run.stderr
-    logs = subprocess.run(["podman", "logs", name], capture_output=True, text=True, env=engine.env)
+    logs = subprocess.run(
+        ["podman", "logs", name], capture_output=True, text=True, env=podman_engine.env
+    )
     assert "listening on 8080" in logs.stdout  # the oracle: the line is there
-    never = waitfor(engine, "-t", "1", f"docker:{name}#log=^never$")
+    never = waitfor(podman_engine, "-t", "1", f"docker:{name}#log=^never$")
     assert never.returncode == 124
     assert (
         f"no line of container {name}'s logs matches '^never' yet (status running)"
@@ -238,25 +242,27 @@ def test_a_log_line_that_comes_later(engine: Engine) -> None:
         or f"no line of container {name}'s logs matches '^never$' yet" in never.stderr
     )
     # ^ is a line's start: "starting" is a line, "tarting" starts none
-    assert waitfor(engine, "-t", "5", f"docker:{name}#log=^starting$").returncode == 0
-    assert waitfor(engine, "-t", "1", f"docker:{name}#log=^tarting").returncode == 124
+    assert waitfor(podman_engine, "-t", "5", f"docker:{name}#log=^starting$").returncode == 0
+    assert waitfor(podman_engine, "-t", "1", f"docker:{name}#log=^tarting").returncode == 124
 
 
-def test_a_tty_containers_logs(engine: Engine) -> None:
-    run = waitfor(engine, "-t", "10", f"docker:{engine.name('tty')}#log=^tty says hi$")
+def test_a_tty_containers_logs(podman_engine: Engine) -> None:
+    run = waitfor(
+        podman_engine, "-t", "10", f"docker:{podman_engine.name('tty')}#log=^tty says hi$"
+    )
     assert run.returncode == 0, run.stderr
 
 
-def test_logs_longer_than_a_batch_are_read_on(engine: Engine) -> None:
+def test_logs_longer_than_a_batch_are_read_on(podman_engine: Engine) -> None:
     """3 MB of lines (12 batches) and then the line: found, the log read a batch at a time."""
-    name = engine.made.run(
+    name = podman_engine.made.run(
         "chatty",
         "sh",
         "-c",
         'i=0; while [ $i -lt 30000 ]; do echo "line $i $(printf %080d 0)"; i=$((i+1)); done;'
         " echo the end; exec sleep infinity",
     )
-    run = waitfor(engine, "-t", "40", f"docker:{name}#log=^the end$")
+    run = waitfor(podman_engine, "-t", "40", f"docker:{name}#log=^the end$")
     assert run.returncode == 0, run.stderr
 
 
