@@ -3,9 +3,11 @@
 ``podman run`` of a ready TCP target and a ready ``http://`` target with the waitfor image, and
 of the TCP target with busybox's ``nc`` from an image made here of Debian's busybox-static
 package alone (``FROM scratch`` + one static binary: the smallest image that can check a port).
-Rounds alternate them all so load drifts hit each.
+Rounds alternate them all so load drifts hit each. ``--baseline IMAGE`` (an earlier build of the
+waitfor image, e.g. ``IMAGE=localhost/waitfor-old:latest images/build`` run in an older checkout)
+joins the rounds with its tcp and http runs: whether a change moved start-up, under the same load.
 
-Usage: bench/image [--runs N]   (writes docs/bench/image.md and image.json)
+Usage: bench/image [--runs N] [--baseline IMAGE]   (writes docs/bench/image.md and image.json)
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ BUSYBOX = "localhost/waitfor-bench-busybox:latest"
 TCP = "waitfor image: waitfor tcp://…"
 HTTP = "waitfor image: waitfor http://…"
 NC = "busybox-static image: nc"
+BASE_TCP = "baseline image: waitfor tcp://…"
+BASE_HTTP = "baseline image: waitfor http://…"
 OUT = ROOT / "docs" / "bench"
 PYTHON = "/opt/waitfor/bin/python"
 
@@ -79,19 +83,25 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def measure(waitfor: str, busybox: str, runs: int) -> dict[str, Any]:
+def measure(waitfor: str, busybox: str, runs: int, baseline: str | None = None) -> dict[str, Any]:
     port = free_port()
     run = ["podman", "run", "--rm", "--network=host", "--read-only"]
     before = os.getloadavg()[0]
     with tcp_listener(port), http_server() as (url, _):
-        results = _measure(run, waitfor, busybox, port, url, runs)
+        results = _measure(run, waitfor, busybox, port, url, runs, baseline)
     # the interpreter's CPU time is what load stretches: the ratios move with it
     results["load average"] = [before, os.getloadavg()[0]]
     return results
 
 
 def _measure(
-    run: list[str], waitfor: str, busybox: str, port: int, url: str, runs: int
+    run: list[str],
+    waitfor: str,
+    busybox: str,
+    port: int,
+    url: str,
+    runs: int,
+    baseline: str | None = None,
 ) -> dict[str, Any]:
     commands = {
         TCP: [*run, waitfor, "-q", f"tcp://127.0.0.1:{port}"],
@@ -101,6 +111,9 @@ def _measure(
         "waitfor image: python -c pass": [*run, f"--entrypoint={PYTHON}", waitfor, "-c", "pass"],
         "busybox-static image: true": [*run, busybox, "true"],
     }
+    if baseline:
+        commands[BASE_TCP] = [*run, baseline, "-q", f"tcp://127.0.0.1:{port}"]
+        commands[BASE_HTTP] = [*run, baseline, "-q", f"{url}/"]
     times: dict[str, list[float]] = {name: [] for name in commands}
     for argv in commands.values():
         timed(argv)  # warm the page cache and podman's storage once
@@ -115,16 +128,25 @@ def _measure(
         for name, values in times.items()
     }
     nc = starts[NC]["median"]
-    return {
+    results: dict[str, Any] = {
         "runs": runs,
         "start": starts,
         "ratio waitfor/nc (medians)": starts[TCP]["median"] / nc,
         "ratio waitfor http/nc (medians)": starts[HTTP]["median"] / nc,
-        "sizes": {
-            waitfor: {"bytes": size(waitfor), "gzipped": gzipped_size(waitfor)},
-            busybox: {"bytes": size(busybox), "gzipped": gzipped_size(busybox)},
-        },
     }
+    images = [waitfor, busybox]
+    if baseline:
+        results["ratio waitfor/baseline tcp (medians)"] = (
+            starts[TCP]["median"] / starts[BASE_TCP]["median"]
+        )
+        results["ratio waitfor/baseline http (medians)"] = (
+            starts[HTTP]["median"] / starts[BASE_HTTP]["median"]
+        )
+        images.insert(1, baseline)
+    results["sizes"] = {
+        image: {"bytes": size(image), "gzipped": gzipped_size(image)} for image in images
+    }
+    return results
 
 
 def table(results: dict[str, Any]) -> str:
@@ -144,6 +166,15 @@ def table(results: dict[str, Any]) -> str:
         f"waitfor tcp / busybox nc: **{results['ratio waitfor/nc (medians)']:.2f}x**, waitfor http"
         f" / busybox nc: **{results['ratio waitfor http/nc (medians)']:.2f}x** (medians)",
         "",
+    ]
+    if "ratio waitfor/baseline tcp (medians)" in results:
+        lines += [
+            f"Against the baseline image in the same rounds: tcp"
+            f" **{results['ratio waitfor/baseline tcp (medians)']:.2f}x**, http"
+            f" **{results['ratio waitfor/baseline http (medians)']:.2f}x** (medians)",
+            "",
+        ]
+    lines += [
         "Load average (1 min) on the machine: {:.1f} at the start, {:.1f} at the end.".format(
             *results["load average"]
         ),
@@ -163,8 +194,11 @@ def main() -> None:
     parser.add_argument("--image", required=True, help="the waitfor image (images/build)")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--baseline", help="an earlier waitfor image, alternated in the same rounds"
+    )
     args = parser.parse_args()
-    results = measure(args.image, busybox_image(), args.runs)
+    results = measure(args.image, busybox_image(), args.runs, args.baseline)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "image.json").write_text(json.dumps(results, indent=1))
     (args.out / "image.md").write_text(table(results))

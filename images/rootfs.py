@@ -3,10 +3,12 @@
     python3 images/rootfs.py VENV ROOT
 
 Run by the distribution's python3, the one VENV was made from. ROOT receives:
-- the venv (waitfor and its dependencies, whole), compiled to sourceless ``.pyc``;
+- the venv (waitfor and its dependencies): every module an import can reach from waitfor's own
+  (see :func:`reached_from`), compiled to sourceless ``.pyc`` without the docstrings no code
+  reads (see :func:`docstrings_kept`);
 - the interpreter and the standard-library modules that code can import: everything any module
-  of the venv's packages imports, followed through the stdlib's own imports (read from the
-  source, function-level imports included) plus what importing every venv module loads. The kept
+  kept venv module imports, followed through the stdlib's own imports (read from the source,
+  function-level imports included) plus what importing every kept venv module loads. The kept
   set is derived, never listed: a kind's new dependency brings its stdlib needs with it;
 - every shared library the interpreter and the kept extension modules link (ldd), and libgcc_s,
   which glibc loads itself when a thread exits through pthread_exit;
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 import _imp
 import ast
-import compileall
 import contextlib
+import importlib.util
 import json
+import marshal
 import os
 import py_compile
 import re
@@ -65,25 +68,31 @@ UID = 65532
 # that is not installed (anyio's trio backend), and those that load a development tool (a
 # package's own tests: certifi.tests imports unittest). What the latter load is not counted.
 IMPORT_EVERYTHING = """
-import importlib, importlib.util, json, pkgutil, sys, sysconfig
+import importlib, importlib.util, json, os, pkgutil, sys, sysconfig
 site = sysconfig.get_path("purelib")
 skipped, development = set(json.loads(sys.argv[1])), set(json.loads(sys.argv[2]))
 unused, loaded = [], set(sys.modules)
-for info in list(pkgutil.walk_packages([site], onerror=lambda name: None)):
-    if info.name.endswith("__main__") or info.name in skipped:
-        continue  # it would run a program, or is one
+def walk(path, prefix=""):  # pkgutil.walk_packages without importing a skipped package
+    for info in pkgutil.iter_modules(path, prefix):
+        if info.name.endswith("__main__") or info.name in skipped:
+            continue  # it would run a program, is one, or nothing imports it
+        yield info.name
+        if info.ispkg:
+            folder = os.path.join(info.module_finder.path, info.name.rpartition(".")[2])
+            yield from walk([folder], info.name + ".")
+for name in list(walk([site])):
     before = set(sys.modules)
     try:
-        importlib.import_module(info.name)
+        importlib.import_module(name)
     except ModuleNotFoundError as error:
         missing = (error.name or "").partition(".")[0]
         if missing and importlib.util.find_spec(missing) is None:
-            unused.append(info.name)
+            unused.append(name)
     except BaseException:
         pass
     new = set(sys.modules) - before
-    if any(name.partition(".")[0] in development for name in new):
-        unused.append(info.name)
+    if any(module.partition(".")[0] in development for module in new):
+        unused.append(name)
     else:
         loaded |= new
 print(json.dumps({"loaded": sorted(loaded), "unused": unused}))
@@ -117,8 +126,15 @@ def main(venv: Path, root: Path) -> None:
         ).stdout.strip()
     )
     programs = command_lines(site, own_scripts())
-    loaded, useless = loaded_modules(python, programs)
-    unused = useless | programs
+    unreached = unreachable(site, own_packages(site), programs)
+    loaded, useless = loaded_modules(python, programs | unreached)
+    while stray := unreached & loaded:  # an extension module's import, which no scan sees
+        print(
+            f"rootfs: loaded by an import no scan sees: {', '.join(sorted(stray))}", file=sys.stderr
+        )
+        unreached -= reached_from(site, stray)
+        loaded, useless = loaded_modules(python, programs | unreached)
+    unused = useless | programs | unreached
     install_venv(venv, site, root, unused)
     modules = stdlib_closure(site, loaded, unused)
     files = [path for name in sorted(modules - FROZEN) for path in module_files(name)]
@@ -158,8 +174,7 @@ def install_venv(venv: Path, site: Path, root: Path, unused: set[str]) -> None:
                 shutil.rmtree(source.parent)
             else:
                 source.unlink()
-    # ddir: tracebacks name the files where they are in the image
-    compileall.compile_dir(packages, ddir=str(site), quiet=1, legacy=True, workers=0)
+    compile_venv(packages, site)
     # RECORD lists files for pip, which is not in the image; METADATA and entry points stay
     for pattern in ("*.py", "*.pyi", "*.dist-info/RECORD"):
         for source in packages.rglob(pattern):
@@ -172,6 +187,157 @@ def install_venv(venv: Path, site: Path, root: Path, unused: set[str]) -> None:
     for metadata in packages.glob("*.dist-info/METADATA"):
         headers, _, _ = metadata.read_text(encoding="utf-8").partition("\n\n")
         metadata.write_text(headers + "\n", encoding="utf-8")
+
+
+def compile_venv(packages: Path, site: Path) -> None:
+    """Every source in ``packages`` compiled to sourceless bytecode beside it (the legacy layout),
+    named as it is in the image (``site``) for tracebacks, without the docstrings nothing reads
+    (see :func:`docstrings_kept`). Asserts stay: only docstrings go, unlike ``-OO``."""
+    kept = docstrings_kept(packages)
+    for source in sorted(packages.rglob("*.py")):
+        relative = source.relative_to(packages)
+        try:
+            tree = ast.parse(source.read_bytes(), str(site / relative))
+        except (SyntaxError, ValueError) as error:  # another Python's file: as compileall does
+            print(f"rootfs: not compiled: {relative}: {error}", file=sys.stderr)
+            continue
+        without_docstrings(tree, kept.get(relative.parts[0].removesuffix(".py"), NO_DOCSTRINGS))
+        code = compile(tree, str(site / relative), "exec", dont_inherit=True)
+        info = source.stat()
+        header = struct.pack("<III", 0, int(info.st_mtime) & 0xFFFFFFFF, info.st_size & 0xFFFFFFFF)
+        source.with_suffix(".pyc").write_bytes(
+            importlib.util.MAGIC_NUMBER + header + marshal.dumps(code)
+        )
+
+
+# What a package's docstrings keep, by what its code (or a package it imports) reads of them.
+NO_DOCSTRINGS, CLASS_DOCSTRINGS, ALL_DOCSTRINGS = 0, 1, 2
+
+
+def docstrings_kept(packages: Path) -> dict[str, int]:
+    """Top-level package -> which docstrings stay (``ALL_DOCSTRINGS``, ``CLASS_DOCSTRINGS``, or
+    ``NO_DOCSTRINGS``: a decorated class's only, as a decorator may make one up where it is
+    missing: dataclasses calls inspect.signature for it, at import time).
+
+    A package keeps what its code reads: a class's (``self.__doc__``: dnspython's exceptions take
+    their message from their class's docstring), or any object's (``f.__doc__``: click takes a
+    command's help from its function's; ``getdoc``, or ``"__doc__"`` named as a string). A copy
+    (``wrapper.__doc__ = f.__doc__``) reads nothing. A package that imports a reader keeps what
+    it reads too: it may hand the reader its own objects (waitfor's commands to click).
+    """
+    tops: dict[str, list[Path]] = {}
+    for source in packages.rglob("*.py"):
+        top = source.relative_to(packages).parts[0].removesuffix(".py")
+        tops.setdefault(top, []).append(source)
+    level: dict[str, int] = {}
+    uses: dict[str, set[str]] = {}
+    for top, sources in tops.items():
+        level[top], uses[top] = NO_DOCSTRINGS, set()
+        for source in sources:
+            reads = _DocstringReads()
+            with contextlib.suppress(SyntaxError, ValueError):
+                reads.visit(ast.parse(source.read_bytes()))
+            level[top] = max(level[top], reads.level)
+            names = imports_of(source, package_of(source, packages), packages)
+            uses[top] |= {name.partition(".")[0] for name in names} & tops.keys() - {top}
+    changed = True
+    while changed:  # an importer of an importer of click hands click its objects too
+        changed = False
+        for top, used in uses.items():
+            most = max([level[top], *(level[name] for name in used)])
+            if most != level[top]:
+                level[top], changed = most, True
+    return level
+
+
+class _DocstringReads(ast.NodeVisitor):
+    """How a file reads docstrings: ``level`` is ``CLASS_DOCSTRINGS`` where it reads only its
+    classes' (``self.__doc__``, ``cls.__doc__``, ``type(x).__doc__``, ``x.__class__.__doc__``),
+    ``ALL_DOCSTRINGS`` where it reads any other."""
+
+    def __init__(self) -> None:
+        self.level = NO_DOCSTRINGS
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if any(
+            isinstance(target, ast.Name) and target.id == "__slots__" for target in node.targets
+        ):
+            return  # __slots__ = ("__doc__", ...): an attribute declared, not read
+        if _is_docstring(node.value) and any(_is_docstring(target) for target in node.targets):
+            if isinstance(node.value, ast.Attribute):  # x.__doc__ = y.__doc__: a copy
+                self.visit(node.value.value)
+            for target in node.targets:
+                self.visit(target)
+            return
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if _is_docstring(node.target):  # __doc__ += "...": reads it
+            self.level = ALL_DOCSTRINGS
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr == "__doc__" and isinstance(node.ctx, ast.Load):
+            of = node.value
+            own_class = (
+                (isinstance(of, ast.Name) and of.id in ("self", "cls"))
+                or (isinstance(of, ast.Attribute) and of.attr == "__class__")
+                or (
+                    isinstance(of, ast.Call)
+                    and isinstance(of.func, ast.Name)
+                    and of.func.id == "type"
+                )
+            )
+            self.level = max(self.level, CLASS_DOCSTRINGS if own_class else ALL_DOCSTRINGS)
+        elif node.attr == "getdoc":
+            self.level = ALL_DOCSTRINGS
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if (node.id == "__doc__" and isinstance(node.ctx, ast.Load)) or node.id == "getdoc":
+            self.level = ALL_DOCSTRINGS
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values, strict=True):
+            # {"__doc__": ...}: type()'s namespace, a docstring made, not read
+            if key is not None and not (isinstance(key, ast.Constant) and key.value == "__doc__"):
+                self.visit(key)
+            self.visit(value)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value == "__doc__":  # getattr(f, "__doc__")
+            self.level = ALL_DOCSTRINGS
+
+
+def _is_docstring(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "__doc__") or (
+        isinstance(node, ast.Name) and node.id == "__doc__"
+    )
+
+
+def without_docstrings(tree: ast.Module, kept: int) -> None:
+    """Remove the docstrings ``kept`` (see :func:`docstrings_kept`) does not keep."""
+    if kept == ALL_DOCSTRINGS:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if kept == CLASS_DOCSTRINGS or node.decorator_list:
+                continue
+        elif not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        if body and _is_string(body[0]):
+            node.body = body[1:]
+            if not node.body or _is_string(node.body[0]):  # no new docstring, no empty body
+                node.body.insert(0, ast.copy_location(ast.Pass(), body[0]))
+
+
+def _is_string(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def console_scripts(site: Path) -> dict[str, str]:
@@ -210,6 +376,120 @@ def command_lines(site: Path, own: set[str]) -> set[str]:
         if source not in sources:
             imported |= imports_of(source, package_of(source, site), site)
     return found - imported
+
+
+def own_packages(site: Path) -> set[str]:
+    """The top-level packages of the project's commands (waitfor's: ``waitfor``)."""
+    scripts = console_scripts(site)
+    return {scripts[name].partition(".")[0] for name in own_scripts() if name in scripts}
+
+
+def venv_modules(site: Path) -> dict[str, Path]:
+    """Every module of the venv: name -> its source (a package's __init__.py)."""
+    found = {}
+    for source in site.rglob("*.py"):
+        parts = source.relative_to(site).with_suffix("").parts
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts and all(part.isidentifier() for part in parts):
+            found[".".join(parts)] = source
+    return found
+
+
+def unreachable(site: Path, roots: Set[str], dead: Set[str] = frozenset()) -> set[str]:
+    """The venv's modules that no import can reach from the project's own packages (``roots``,
+    kept whole): dnspython's zone files and DNSSEC, psycopg's CockroachDB support, anyio's
+    pytest plugin. Every import counts, wherever it sits (see :func:`reached_from`); ``dead``
+    modules (dependencies' command lines) reach nothing."""
+    modules = venv_modules(site)
+    start = {name for name in modules if name.partition(".")[0] in roots}
+    return set(modules) - reached_from(site, start, dead)
+
+
+def reached_from(site: Path, start: Set[str], dead: Set[str] = frozenset()) -> set[str]:
+    """The venv's modules that importing ``start`` may import: every import statement (functions,
+    fallbacks, lazy attributes and command lines included), and where a module imports by a
+    computed name (``import_module(...)``), every module under the name's constant beginning
+    (dnspython's rdata classes: ``dns.rdtypes.``), or, without one, its whole top-level package
+    (anyio's lazy attributes, waitfor's kinds)."""
+    modules = venv_modules(site)
+    reached: set[str] = set()
+    queue = sorted(start)
+    while queue:
+        name = queue.pop()
+        for candidate in with_parents(name):
+            if candidate in reached or candidate not in modules or candidate in dead:
+                continue
+            reached.add(candidate)
+            source = modules[candidate]
+            found = scan(source, package_of(source, site), site)
+            queue += found.names
+            for names in [*found.lazy.values(), *found.programs.values()]:
+                queue += names
+            for prefix in computed_imports(source):
+                prefix = prefix or candidate.partition(".")[0] + "."
+                queue += [module for module in modules if f"{module}.".startswith(prefix)]
+    return reached
+
+
+def computed_imports(source: Path) -> list[str]:
+    """The constant beginnings of the names a file imports by computing them, "" where a name
+    has none: ``import_module(f"anyio._backends._{name}")`` -> "anyio._backends._";
+    ``import_module(".".join([_module_prefix, ...]))`` with ``_module_prefix = "dns.rdtypes"``
+    -> "dns.rdtypes."."""
+    try:
+        tree = ast.parse(source.read_bytes())
+    except (SyntaxError, ValueError):
+        return []
+    constants = {
+        statement.targets[0].id: statement.value.value
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    }
+
+    def text(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return constants.get(node.id)
+        return None
+
+    def prefix(node: ast.expr) -> str:
+        if isinstance(node, ast.JoinedStr) and node.values:
+            return text(node.values[0]) or ""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return text(node.left) or prefix(node.left)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join"
+            and text(node.func.value) is not None
+            and len(node.args) == 1
+            and isinstance(node.args[0], (ast.List, ast.Tuple))
+            and node.args[0].elts
+        ):
+            first = text(node.args[0].elts[0])
+            return first + text(node.func.value) if first else ""  # type: ignore[operator]
+        return ""
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        function = node.func
+        called = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
+        if called not in ("import_module", "__import__"):
+            continue
+        name = node.args[0]
+        if isinstance(name, ast.Constant):
+            continue  # a constant name: a plain import, which scan() reads
+        relative = len(node.args) > 1 or any(k.arg == "package" for k in node.keywords)
+        found.append("" if relative else prefix(name))
+    return found
 
 
 def loaded_modules(python: Path, skipped: Set[str] = frozenset()) -> tuple[set[str], set[str]]:

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -256,3 +258,26 @@ def test_logging_at_info_stays_quiet_while_an_http_target_is_down() -> None:
     assert len([line for line in lines if ":waitfor:" in line]) <= 5, lines
     assert any(":httpx:" in line and "/app" in line for line in lines), lines
     assert "timed out" in lines, lines
+
+
+def test_the_deadline_counts_from_the_start_the_event_loops_start_included() -> None:
+    """The quick first attempt runs before the event loop; starting the loop (importing
+    asyncio) is part of the wait, so a timed-out run's elapsed time is the wall time since
+    its begin event (it was the loop's start: tens of ms later, more under load)."""
+    refused = f"tcp://127.0.0.1:{free_port()}"  # reserved, nobody listens
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-m", "waitfor", "-t", "0.5", "-o", "json", refused],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 124, done.stderr
+        events = {e["event"]: e for e in map(json.loads, done.stderr.splitlines())}
+        begin, end = (events[name] for name in ("begin", "timed_out"))
+        wall = (
+            datetime.fromisoformat(end["time"]) - datetime.fromisoformat(begin["time"])
+        ).total_seconds()
+        # Stamps to the millisecond; elapsed is taken as the timed_out event is made, and the
+        # begin event is stamped a little after the start (so wall may be the shorter).
+        assert wall - end["elapsed"] < 0.012, (wall, done.stderr)

@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from images import rootfs
 
 
@@ -165,3 +167,80 @@ def test_section_names_tell_a_symbol_table() -> None:
         )
     )
     assert ".dynsym" in rootfs.section_names(libc)
+
+
+def test_docstrings_stay_where_code_reads_them(tmp_path: Path) -> None:
+    """click takes a command's help from its function's docstring, and so keeps them, as does
+    its importer; dnspython's exceptions take their message from their class's docstring."""
+    site = site_with(
+        tmp_path,
+        {
+            "clicky/__init__.py": "def command(f):\n    return f.__doc__\n",
+            "app/__init__.py": "import clicky\n",
+            "user/__init__.py": "import app\n",  # hands app (and so clicky) its functions
+            "dnsy/__init__.py": "class E(Exception):\n    def __str__(self):\n"
+            "        return self.__doc__\n",
+            "copier/__init__.py": "def wraps(f, g):\n    g.__doc__ = f.__doc__\n"
+            "__slots__ = ('__doc__',)\nT = type('T', (), {'__doc__': 'made'})\n",
+            "named/__init__.py": "def doc(f):\n    return getattr(f, '__doc__')\n",
+            "plain.py": "import copier\n",
+        },
+    )
+    kept = rootfs.docstrings_kept(site)
+    assert kept["clicky"] == kept["app"] == kept["user"] == kept["named"] == rootfs.ALL_DOCSTRINGS
+    assert kept["dnsy"] == rootfs.CLASS_DOCSTRINGS
+    assert kept["copier"] == kept["plain"] == rootfs.NO_DOCSTRINGS
+
+
+def test_without_docstrings_keeps_asserts_and_decorated_classes() -> None:
+    source = (
+        '"""module"""\nfrom __future__ import annotations\n'
+        'def f():\n    """f"""\n'
+        'def g():\n    """g"""\n    "not a docstring"\n    assert False, "kept"\n'
+        'class C:\n    """C"""\n'
+        'def mark(c):\n    return c\n@mark\nclass D:\n    """D"""\n'
+    )
+
+    def run(kept: int) -> dict[str, object]:
+        import ast
+
+        tree = ast.parse(source)
+        rootfs.without_docstrings(tree, kept)
+        namespace: dict[str, object] = {"__name__": "m"}
+        exec(compile(tree, "m.py", "exec", dont_inherit=True), namespace)  # noqa: S102
+        return namespace
+
+    bare = run(rootfs.NO_DOCSTRINGS)
+    assert bare.get("__doc__") is None
+    assert [bare[name].__doc__ for name in "fgC"] == [None, None, None]
+    assert bare["D"].__doc__ == "D"  # a decorator may make one up (dataclass)
+    with pytest.raises(AssertionError, match="kept"):
+        bare["g"]()  # type: ignore[operator]
+    classes = run(rootfs.CLASS_DOCSTRINGS)
+    assert classes["C"].__doc__ == "C"
+    assert classes["f"].__doc__ is None
+    assert run(rootfs.ALL_DOCSTRINGS)["f"].__doc__ == "f"
+
+
+def test_computed_imports_bring_what_their_names_can_be(tmp_path: Path) -> None:
+    site = site_with(
+        tmp_path,
+        {
+            "app/__init__.py": "import dnsy.rdata\nimport lazy\n",
+            "dnsy/__init__.py": "",
+            "dnsy/rdata.py": "from importlib import import_module\nPREFIX = 'dnsy.rdtypes'\n"
+            "def get(a, b):\n    return import_module('.'.join([PREFIX, a, b]))\n",
+            "dnsy/rdtypes/__init__.py": "",
+            "dnsy/rdtypes/IN/__init__.py": "",
+            "dnsy/rdtypes/IN/A.py": "import dnsy.base\n",
+            "dnsy/base.py": "",
+            "dnsy/zone.py": "",
+            "lazy/__init__.py": "import importlib\n"
+            "def __getattr__(name):\n    return importlib.import_module('.' + name, __name__)\n",
+            "lazy/part.py": "",
+            "other/__init__.py": "",
+        },
+    )
+    assert rootfs.computed_imports(site / "dnsy" / "rdata.py") == ["dnsy.rdtypes."]
+    unreached = rootfs.unreachable(site, {"app"})
+    assert unreached == {"dnsy.zone", "other"}  # rdtypes by prefix, lazy whole (no prefix)

@@ -56,6 +56,8 @@ class Wait:
         defaults: Mapping[str, str | bool] | None = None,
         stable: float | str = 0.0,
         any_ready: bool = False,
+        interval: float | str | None = None,
+        delay: float | str = 0.0,
         log: bool = False,
     ) -> None:
         self.targets = _targets(targets, _defaults(defaults))
@@ -71,14 +73,19 @@ class Wait:
         if not isinstance(any_ready, bool):
             raise UsageError(f"any_ready must be True or False, not {type(any_ready).__name__}")
         self.any_ready = any_ready
-        self.backoff = _backoff(backoff)
+        self.backoff = _backoff(backoff) if interval is None else _interval(interval, backoff)
+        self.delay = _seconds(delay, "delay", zero=True)
+        if self.timeout is not None and self.delay >= self.timeout:
+            raise UsageError(
+                f"delay {self.delay:g}s is not shorter than the timeout {self.timeout:g}s:"
+                " no attempt could be made"
+            )
         if on_event is not None and not callable(on_event):
             raise UsageError(f"on_event must be callable, not {type(on_event).__name__}")
         self.on_event = on_event
         self.reporter = reporter
         self.log = _logger(self.targets) if log else None
         self.started: float | None = None
-        self.spent = 0.0  # by the synchronous first attempt, counted against the deadline
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
         #: left without an answer is continued by the runner's first, and counted as one
         self.quick: list[float] = []
@@ -97,11 +104,12 @@ class Wait:
             return None  # one attempt per target: the runner's, whose "not ready" says why
         if self.invert or self.any_ready or any(self._stable(t) for t in self.targets):
             return None  # "ready now" is not stable yet; --any reports as the runner does
+        if self.delay:
+            return None  # the first attempt comes later, on the event loop
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
         results = quickstart.all_ready_now(
             self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
         )
-        self.spent = time.monotonic() - started
         if results is not None and self.reporter is not None:
             self.reporter.finish(results)
         return results
@@ -110,7 +118,7 @@ class Wait:
         """Wait until every target is ready (``invert``: down), on the event loop."""
         from waitfor.core.runner import run
 
-        self._begin()
+        started = self._begin()
         _quiet_own_requests()
         in_wait = _IN_WAIT.set(True)
         try:
@@ -121,11 +129,14 @@ class Wait:
                 backoff=self.backoff,
                 invert=self.invert,
                 on_event=self._emit,
-                spent=self.spent,
+                # since the start: the synchronous first attempt and the event loop's start
+                # (importing asyncio) count against the deadline
+                spent=time.monotonic() - started,
                 first_began=self.quick,
                 once=self.once,
                 stable=self.stable,
                 any_ready=self.any_ready,
+                delay=self.delay,
             )
         except WaitTimeout as exc:
             if self.reporter is not None:
@@ -194,6 +205,8 @@ async def wait_for_async(
     defaults: Mapping[str, str | bool] | None = None,
     stable: float | str = 0.0,
     any_ready: bool = False,
+    interval: float | str | None = None,
+    delay: float | str = 0.0,
 ) -> list[TargetResult]:
     """Wait until every target is ready (``invert``: down), on the running event loop.
 
@@ -213,6 +226,8 @@ def wait_for(
     defaults: Mapping[str, str | bool] | None = None,
     stable: float | str = 0.0,
     any_ready: bool = False,
+    interval: float | str | None = None,
+    delay: float | str = 0.0,
 ) -> list[TargetResult]:
     """Wait until every target is ready (``invert``: down); blocks, so not inside an event loop.
 
@@ -235,6 +250,10 @@ def wait_for(
             failure starts again) before it counts; a target's own ``#stable=`` wins. 0: at once.
         any_ready: done as soon as any one target is ready (the others are cancelled); raises
             WaitTimeout only when none was. Every target's result says which were.
+        interval: seconds or a duration between one target's attempts, fixed, instead of
+            ``backoff``'s growing, jittered delays (at least 10 ms; not with ``backoff``).
+        delay: seconds or a duration before the first attempt; the timeout counts from the
+            call, so it must be shorter than the timeout (else :class:`~waitfor.UsageError`).
 
     Every event also goes to the ``logging`` logger ``waitfor`` (at INFO a new or changed reason,
     paced as the CLI's text output, one progress line for all targets, and readiness; a timeout
@@ -394,6 +413,16 @@ def _backoff(backoff: Backoff | None) -> Backoff:
             f"{backoff.initial:g}s and {backoff.maximum:g}s (thousands of attempts a second)"
         )
     return backoff
+
+
+def _interval(interval: float | str, backoff: Backoff | None) -> Backoff:
+    """A fixed interval as a backoff that neither grows nor jitters."""
+    if backoff is not None:
+        raise UsageError("give interval or backoff, not both")
+    seconds = _seconds(interval, "interval")
+    if seconds < MIN_DELAY:
+        raise UsageError(f"interval must be at least {MIN_DELAY:g}s, not {seconds:g}s")
+    return Backoff(initial=seconds, multiplier=1.0, maximum=seconds, jitter=0.0)
 
 
 def _deadline(timeout: float | str | None) -> float | None:

@@ -52,7 +52,7 @@ def test_the_library_keywords_are_the_declared_ones() -> None:
 def test_the_command_and_the_library_default_alike(option: reading.Option) -> None:
     library = inspect.signature(api.wait_for).parameters[option.keyword or ""].default
     default = option.default
-    assert isinstance(default, str | bool)
+    assert default is None or isinstance(default, str | bool)  # None: not given (--interval)
     read = parse_duration(default) if isinstance(default, str) else default
     assert read == library
 

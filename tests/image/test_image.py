@@ -53,7 +53,7 @@ def test_image_metadata_and_size(image: str, capsys: pytest.CaptureFixture[str])
     total, packed = size(image), gzipped_size(image)
     with capsys.disabled():
         print(f"\nimage {image}: {total / 1e6:.2f} MB, {packed / 1e6:.2f} MB gzipped")
-    assert total <= 37e6
+    assert total <= 36e6
     assert packed <= 13.5e6
 
 

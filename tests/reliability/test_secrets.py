@@ -41,6 +41,7 @@ SECRETS = (
     "exec-pass-20",
     "unix-tok-21",
     "unix-auth-22",
+    "proxy-pass-23",
 )
 
 
@@ -57,6 +58,7 @@ def secret_targets(
     http, pg, dsn, env = free_port(), free_port(), free_port(), free_port()
     quoted, raw_at, word = free_port(), free_port(), free_port()
     mqtt, nats = free_ports(2)
+    proxy = free_port()
     targets = [
         f"http://admin:pw-userinfo-1@127.0.0.1:{http}/health?token=tok-query-2"
         "#header=Authorization:%20Bearer%20auth-hdr-3&header=Cookie:%20session=cookie-4"
@@ -80,6 +82,7 @@ def secret_targets(
         "exec:sh -c 'echo \"login with $1 failed\"; exit 1' sh --password=exec-pass-20",
         f"http+unix://{quote(str(tmp_path / 'none.sock'), safe='')}/health?token=unix-tok-21"
         "#header=Authorization:%20Bearer%20unix-auth-22",
+        f"https://127.0.0.1:{free_port()}/#proxy=http://px:proxy-pass-23@127.0.0.1:{proxy}",
     ]
     shown = [f"127.0.0.1:{p}" for p in (http, pg)] + [f"port={dsn}", f"127.0.0.1:{env}"]
     shown += [f"port={quoted}", f"127.0.0.1:{raw_at}"]
@@ -89,7 +92,7 @@ def secret_targets(
     if listening(RABBITMQ_PORT):  # a refused login at a real broker: the reason is told
         targets.append(f"amqp://waitfor-nobody:amqp-pass-16@127.0.0.1:{RABBITMQ_PORT}/app")
         shown.append(f"127.0.0.1:{RABBITMQ_PORT}")
-    shown += ["failed", "none.sock"]
+    shown += ["failed", "none.sock", f"through proxy http://127.0.0.1:{proxy}"]
     return targets, [*shown, f"127.0.0.1:{cluster.port}", dns_server.address]
 
 

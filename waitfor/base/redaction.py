@@ -50,6 +50,20 @@ def query(raw: str) -> str:
 
 #: options whose value is a request body: it may carry a credential as a header does
 BODY_OPTIONS = frozenset({"data"})
+#: options whose value is a URL that may hold credentials (http's ``proxy=``)
+URL_OPTIONS = frozenset({"proxy"})
+
+
+def without_userinfo(url: str) -> str:
+    """A URL option's value with everything up to its authority's last ``@`` masked
+    (``http://***@proxy:3128``), as URL parsers split it; one without ``@`` as it is."""
+    scheme, sep, rest = url.rpartition("://")
+    if "://" in scheme or "@" in scheme:
+        return MASK  # not one URL: nothing of it is safe to show
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    if "@" not in authority:
+        return url if "@" not in rest else f"{scheme}{sep}{MASK}"
+    return f"{scheme}{sep}{MASK}@{rest[rest.rfind('@', 0, len(authority)) + 1 :]}"
 
 
 def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
@@ -66,6 +80,8 @@ def options(raw: str, plain: frozenset[str] = frozenset()) -> str:
         elif key == "header" and equals:
             header = unquote(value).partition(":")[0].strip()
             items.append(f"{name}={header}:{MASK}")
+        elif key in URL_OPTIONS and equals:
+            items.append(f"{name}={without_userinfo(unquote(value))}")
         elif equals and (key in BODY_OPTIONS or is_secret_name(key)) and key not in plain:
             items.append(f"{name}={MASK}")
         else:

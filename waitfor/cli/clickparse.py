@@ -240,6 +240,20 @@ def cli(ctx: click.Context, /, targets: tuple[str, ...], **options: Any) -> dict
     if options["max_interval"] < MIN_INTERVAL:
         # A zero cap would probe in a tight loop: thousands of connections a second.
         raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", param_hint="--max-interval")
+    if options["interval"] is not None:
+        from click.core import ParameterSource
+
+        if options["interval"] < MIN_INTERVAL:
+            param = next(p for p in ctx.command.params if p.name == "interval")
+            raise click.BadParameter(f"must be at least {MIN_INTERVAL:g}s", ctx, param)
+        if ctx.get_parameter_source("max_interval") is not ParameterSource.DEFAULT:
+            raise click.UsageError("--interval is fixed: it does not go with --max-interval")
+    if options["proxy"] is not None:  # refused even when no target would take it
+        try:
+            kinds.check_class("http").parse_options([("proxy", options["proxy"])])
+        except ValueError as exc:
+            param = next(p for p in ctx.command.params if p.name == "proxy")
+            raise click.BadParameter(str(exc), ctx, param) from None
     # click's values under wait()'s own names, as quick_params gives them
     return {"targets": targets, **options, "command": command}
 

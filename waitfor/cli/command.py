@@ -96,6 +96,8 @@ def quick_params(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, A
     if not targets:
         return None
     for name in DURATIONS:
+        if params[name] is None:
+            continue  # no default (--interval): not given
         try:
             params[name] = parse_duration(params[name])
         except ValueError:
@@ -111,7 +113,9 @@ def wait(*, targets: tuple[str, ...], command: list[str], **options: Any) -> Non
     keywords = {o.keyword: options[o.name] for o in OPTIONS if o.keyword is not None}
     keywords["timeout"] = keywords["timeout"] or None  # the command's 0 is forever
     max_interval = options["max_interval"]
-    backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
+    backoff = None  # --interval: fixed, no backoff (the library makes it)
+    if options["interval"] is None:
+        backoff = Backoff(initial=min(0.05, max_interval), maximum=max_interval)
     shown = make_reporter("quiet" if options["quiet"] else options["output"], sys.stderr)
     guard: Callable[[], contextlib.AbstractAsyncContextManager[None]] = signals_cancel
     final = termination.current

@@ -115,6 +115,22 @@ OPTIONS = (
         help="Cap of the jittered exponential backoff between attempts (from 50ms; at least 10ms).",
     ),
     Option(
+        "--interval",
+        value=DURATION,
+        keyword="interval",
+        help=(
+            "A fixed interval between attempts instead of the backoff (at least 10ms; not with"
+            " --max-interval)."
+        ),
+    ),
+    Option(
+        "--delay",
+        value=DURATION,
+        default="0s",
+        keyword="delay",
+        help="Make the first attempt only after this long (counted in --timeout; shorter than it).",
+    ),
+    Option(
         "--invert",
         value=FLAG,
         keyword="invert",
@@ -179,6 +195,22 @@ OPTIONS = (
         value=TEXT,
         target_option="key_password",
         help="The private key's passphrase (better: WAITFOR_KEY_PASSWORD); never shown.",
+    ),
+    Option(
+        "--proxy",
+        value=TEXT,
+        metavar="URL",
+        target_option="proxy",
+        help=(
+            "http, https targets: go through this HTTP proxy (http://[USER:PASSWORD@]HOST[:PORT];"
+            " https by CONNECT); credentials never shown. Default: direct."
+        ),
+    ),
+    Option(
+        "--proxy-from-env",
+        value=FLAG,
+        target_option="proxy_from_env",
+        help="http, https targets: the proxies https_proxy, http_proxy, no_proxy name (as curl).",
     ),
     Option(
         "--resolv-conf",

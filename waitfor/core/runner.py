@@ -60,6 +60,7 @@ async def run(
     once: bool = False,
     stable: float = 0.0,
     any_ready: bool = False,
+    delay: float = 0.0,
 ) -> list[TargetResult]:
     """Wait for all targets; raise WaitTimeout or CheckFailed. ``timeout=None`` waits forever.
 
@@ -75,7 +76,8 @@ async def run(
     ``stable``: seconds a target must keep answering ready (every attempt, probed at the
     backoff's cap meanwhile) before it counts; a failure starts the window again. A target's
     own ``#stable=`` wins. ``any_ready``: done when any one target is ready; the others are
-    cancelled (WaitTimeout only when none was).
+    cancelled (WaitTimeout only when none was). ``delay``: seconds after the start before each
+    target's first attempt (the deadline still counts from the start).
     """
     run = _Run(
         timeout=timeout,
@@ -87,6 +89,7 @@ async def run(
         spent=spent,
         once=once,
         stable=stable,
+        delay=delay,
     )
     states = [_State(target) for target in targets]
     checks = [check_class(target.scheme)(target) for target in targets]
@@ -131,6 +134,7 @@ class _Run:
     spent: float  # before the event loop ran: counted against the deadline
     once: bool
     stable: float
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -148,6 +152,9 @@ class _Run:
     async def await_target(self, state: _State, check: Check[Any], quick: float | None) -> None:
         """Attempt until the target is ready (``invert``: down), backing off between attempts."""
         target, invert = state.target, self.invert
+        if self.delay > 0 and quick is None:
+            state.reason = f"first attempt after the {self.delay:g}s delay"
+            await asyncio.sleep(max(0.0, self.start + self.delay - self.loop.time()))
         while True:
             state.attempts += 1
             self.emit(Event(EventType.ATTEMPT, target, state.attempts, self.elapsed()))
@@ -180,7 +187,8 @@ class _Run:
             # the watch spaced the attempts
             took = self.loop.time() - now if check.WATCHES else 0.0
             left = self.remaining() + took
-            delay = self.backoff.sleep_before_next(state.attempts, self.rng.random(), left)
+            backoff = self.backoff_of(target)
+            delay = backoff.sleep_before_next(state.attempts, self.rng.random(), left)
             await asyncio.sleep(max(0.0, delay - took))
 
     async def attempt(
@@ -244,8 +252,16 @@ class _Run:
         )
         self.emit(steady)
         # look again at the backoff's cap
-        pause = min(self.backoff.delay(64, self.rng.random()), hold - held, self.remaining())
+        cap = self.backoff_of(target).delay(64, self.rng.random())
+        pause = min(cap, hold - held, self.remaining())
         return max(pause, 0.0)
+
+    def backoff_of(self, target: Target) -> Backoff:
+        """The wait's backoff, or the target's own fixed ``#interval=``."""
+        if target.interval is None:
+            return self.backoff
+        interval = target.interval
+        return Backoff(initial=interval, multiplier=1.0, maximum=interval, jitter=0.0)
 
     def reported(self, state: _State, said: str) -> None:
         """A watching check's verdict so far: progress, and the reason if the wait ends now."""
@@ -264,7 +280,10 @@ class _Run:
         for state in states:
             if state.ready_at is None:
                 if state.attempt_began is not None:
-                    in_flight = _in_flight_reason(state, self.loop.time())
+                    # waited until the deadline: a loop woken late (a loaded machine) adds
+                    # nothing the attempt waited for
+                    ended = min(self.loop.time(), self.deadline or float("inf"))
+                    in_flight = _in_flight_reason(state, ended)
                     state.reason = sanitize.shown(in_flight, state.target.secrets)
                 self.emit(
                     Event(EventType.TIMED_OUT, state.target, state.attempts, now, state.reason)
@@ -299,7 +318,7 @@ async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_St
 def _in_flight_reason(state: _State, now: float) -> str:
     """The last reason, or that the attempt cut off by the deadline was itself hanging."""
     waited = now - (state.attempt_began or now)
-    named = state.activity.reason() if state.activity is not None else None
+    named = state.activity.reason(now) if state.activity is not None else None
     if named is None and state.activity is not None and state.activity.reported is not None:
         return state.reason  # a watching check said what it knows meanwhile: that is the news
     if state.attempts <= 1:

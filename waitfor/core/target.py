@@ -25,6 +25,8 @@ class Target(Value):
     params: tuple[tuple[str, str], ...] = ()  # kind-specific address parts
     #: ``#stable=DURATION``: seconds it must stay ready; None: the wait's own (``--stable``)
     stable: float | None = None
+    #: ``#interval=DURATION``: a fixed interval between its attempts; None: the wait's pacing
+    interval: float | None = None
     _uncompared = ("secrets",)
 
     def __str__(self) -> str:

@@ -24,7 +24,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 NAMESPACE_PLACEHOLDER = "{namespace}"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 #: options every kind takes, handled by the runner: taken out before the kind's parse_options
-GENERIC_OPTIONS = frozenset({"stable"})
+GENERIC_OPTIONS = frozenset({"stable", "interval"})
 
 
 def _is_utf8(text: str) -> bool:
@@ -102,6 +102,7 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         options_shown = redaction.options(fragment, cls.PLAIN_OPTIONS)
         shown = parsed.display + (f"#{options_shown}" if fragment else "")
         stable = _stable([v for k, v in pairs if k == "stable"])
+        interval = _interval([v for k, v in pairs if k == "interval"])
         pairs = [(k, v) for k, v in pairs if k not in GENERIC_OPTIONS]
         given = {k for k, _ in pairs}
         for key, value in (defaults or {}).items():
@@ -116,6 +117,8 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         raise TargetError(shown, str(exc)) from None
     plain = [(k, v) for k, v in pairs if k not in cls.PLAIN_OPTIONS]
     secrets = parsed.secrets | _option_secrets(plain)
+    # secrets the kind found in its options' values (an http proxy URL's credentials)
+    secrets |= getattr(options, "secrets", None) or frozenset()
     display = parsed.display + (f"#{options_shown}" if fragment else "")
     return Target(
         kind=kind.name,
@@ -128,6 +131,7 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
         secrets=frozenset(secrets),
         params=parsed.params,
         stable=stable,
+        interval=interval,
     )
 
 
@@ -143,6 +147,24 @@ def _stable(values: list[str]) -> float | None:
         return parse_duration(values[0])
     except ValueError as exc:
         raise ValueError(f"stable: {exc}") from None
+
+
+def _interval(values: list[str]) -> float | None:
+    """``#interval=DURATION``: a fixed interval between this target's attempts (no backoff)."""
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ValueError("option 'interval' given more than once")
+    from waitfor.core.backoff import MIN_DELAY
+    from waitfor.core.durations import parse_duration
+
+    try:
+        seconds = parse_duration(values[0])
+    except ValueError as exc:
+        raise ValueError(f"interval: {exc}") from None
+    if seconds < MIN_DELAY:
+        raise ValueError(f"interval must be at least {MIN_DELAY:g}s")
+    return seconds
 
 
 def pod_namespace() -> str:

@@ -138,11 +138,32 @@ class NetTransport(httpx.AsyncBaseTransport):
     One connection per request (no keep-alive: every probe is a fresh look at the server).
     """
 
-    def __init__(self, ssl_context: ssl.SSLContext, uds: str | None = None) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext,
+        uds: str | None = None,
+        proxy: tuple[str, int, str | None] | None = None,
+    ) -> None:
+        """``proxy``: (host, port, its Proxy-Authorization value or None): an HTTP proxy that
+        http requests go through in absolute form and https ones by CONNECT (TLS to the
+        target's name inside the tunnel), connected to as every server is."""
+        self._pool: httpcore.AsyncConnectionPool
+        if proxy is None:
+            self._pool = httpcore.AsyncConnectionPool(
+                ssl_context=ssl_context,
+                max_keepalive_connections=0,
+                uds=uds,
+                network_backend=NetBackend(),
+            )
+            return
+        host, port, authorization = proxy
+        self._pool = httpcore.AsyncHTTPProxy(
+            proxy_url=httpcore.URL(scheme=b"http", host=_host(host), port=port, target=b"/"),
+            proxy_headers=[]
+            if authorization is None
+            else [(b"Proxy-Authorization", authorization)],
             ssl_context=ssl_context,
             max_keepalive_connections=0,
-            uds=uds,
             network_backend=NetBackend(),
         )
 
@@ -172,6 +193,11 @@ class NetTransport(httpx.AsyncBaseTransport):
         await self._pool.aclose()
 
 
+def _host(host: str) -> bytes:
+    """A parsed host as httpcore's URL holds it (an international name in its IDNA form)."""
+    return host.encode("ascii") if host.isascii() else host.encode("idna")
+
+
 class _ResponseStream(httpx.AsyncByteStream):
     def __init__(self, response: httpcore.Response) -> None:
         self._response = response
@@ -192,6 +218,8 @@ def _httpx_errors() -> Iterator[None]:
         yield
     except httpcore.UnsupportedProtocol as exc:
         raise httpx.UnsupportedProtocol(str(exc)) from exc
+    except httpcore.ProxyError as exc:  # a CONNECT refused: the proxy's status line
+        raise httpx.ProxyError(str(exc)) from exc
     except (httpcore.ProtocolError, httpcore.TimeoutException, httpcore.NetworkError) as exc:
         for cls in type(exc).__mro__:
             mapped = getattr(httpx, cls.__name__, None)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ import yaml
 
 from tests.kinds.k8s.test_kind import CRD, create_job, ensure_crd, env_for, template
 from tests.support import lab
+from tests.support.imports import run_listing_imports
 from tests.support.lab import ControlPlane
 from waitfor.base.deadline import Deadline
 from waitfor.base.outcome import Outcome
@@ -261,22 +260,10 @@ def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
     control_plane.make_pods_ready(namespace, "job=done", phase="Succeeded", count=1)
     control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")
     kubeconfig = control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace)
-    listing = tmp_path / "modules"
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: open(sys.argv[1], 'w').write(' '.join(sys.modules)))\n"
-        "from waitfor.cli.command import main\n"
-        "main(sys.argv[2:])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(listing), "k8s:job/done"],
-        env=env_for(kubeconfig),
-        capture_output=True,
-        text=True,
-        timeout=30,
+    done, imported = run_listing_imports(
+        tmp_path, "k8s:job/done", env=env_for(kubeconfig), unhurried=True
     )
     assert done.returncode == 0, done.stderr
     assert "is ready: complete" in done.stdout + done.stderr
-    imported = set(listing.read_text().split())
     assert "waitfor.kinds.k8s.quick" in imported
     assert not imported & {"asyncio", "httpx", "yaml", "waitfor.core.runner"}

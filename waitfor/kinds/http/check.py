@@ -10,7 +10,8 @@ never quoted: it may be a cookie); ``data=`` sends a percent-encoded body (POST 
 ``method=`` says PUT, PATCH or OPTIONS; ``content-type=``, else curl's form default), hidden as a
 header value is. TLS is verified by default; ``cacert=FILE`` trusts a private CA and
 ``insecure`` skips verification. Like the kubelet, probes ignore proxy environment variables
-and never reuse connections.
+(unless ``proxy-from-env`` asks for them; ``proxy=`` names one: :mod:`.proxy`) and never reuse
+connections.
 
 Whatever a server answers is at worst "not ready" with a reason, never a configuration error: an
 unknown charset, a corrupt gzip body, a same-host redirect to ``ftp:`` or to a malformed Location
@@ -32,6 +33,7 @@ from waitfor.kind import (
     Check,
     OptionPairs,
     Outcome,
+    flag,
     redaction,
     reject_unknown,
     single,
@@ -46,6 +48,7 @@ from waitfor.net import tls
 
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
+    from waitfor.kinds.http.proxy import EnvProxies, Proxy  # imported by targets with a proxy
 
 if TYPE_CHECKING:  # httpx, ssl, json and RE2 are imported when needed: parsing stays cheap
     import ssl
@@ -70,7 +73,7 @@ class HttpCheck(Check[HttpOptions]):
     PLAIN_OPTIONS = tls.PLAIN_OPTIONS
     OPTION_NAMES = (
         frozenset({"status", "body", "header", "method", "json"})
-        | frozenset({"expect_header", "data", "content_type"})
+        | frozenset({"expect_header", "data", "content_type", "proxy", "proxy_from_env"})
         | tls.OPTION_NAMES
     )
     USAGE = (
@@ -81,6 +84,7 @@ class HttpCheck(Check[HttpOptions]):
             "&cert=FILE&key=FILE",
             "",
         ),
+        ("https://HOST/PATH#proxy=http://PROXY:3128", "through an HTTP proxy (CONNECT for https)"),
         ("http+unix://%2Fpath%2Fto.sock/PATH", "as http://, over a Unix socket"),
     )
 
@@ -112,7 +116,11 @@ class HttpCheck(Check[HttpOptions]):
                 raise ValueError("give the content type once: content-type= or a header")
             value = content_type if content_type is not None else DEFAULT_CONTENT_TYPE
             headers.append(parse_header(f"Content-Type: {value}", secret=False))
+        proxy, env_proxies, secrets = _proxies(pairs)
         return HttpOptions(
+            proxy=proxy,
+            env_proxies=env_proxies,
+            secrets=frozenset(secrets),
             expect_headers=tuple(parse_expect_header(v) for k, v in pairs if k == "expect_header"),
             data=None if data is None else data.encode("utf-8", errors="replace"),
             statuses=parse_statuses(status) if status is not None else HttpOptions.statuses,
@@ -133,7 +141,12 @@ class HttpCheck(Check[HttpOptions]):
 
             options = self.options
             verify = self.https_context() if scheme == "https" else tls.plaintext_only_context()
-            transport = NetTransport(verify, uds=self.target.param("socket"))
+            proxy = self.proxy_for(scheme)
+            transport = NetTransport(
+                verify,
+                uds=self.target.param("socket"),
+                proxy=None if proxy is None else (proxy.host, proxy.port, proxy.authorization),
+            )
             client = httpx.AsyncClient(
                 transport=transport,
                 follow_redirects=False,
@@ -153,9 +166,23 @@ class HttpCheck(Check[HttpOptions]):
         set already (a shared context is never changed) and both paths say the same hello."""
         return tls.client_context_for(self.options.tls, alpn=HTTP_ALPN)
 
+    def proxy_for(self, scheme: str) -> Proxy | None:
+        """The proxy a request to this target's host by ``scheme`` goes through, if any:
+        ``proxy=``, else the environment's (``proxy-from-env``); http+unix never has one."""
+        if self.target.scheme == "http+unix":
+            return None
+        if self.options.proxy is not None:
+            return self.options.proxy
+        if self.options.env_proxies is not None:
+            return self.options.env_proxies.for_url(scheme, self.target.host)
+        return None
+
     def probe_now(self, deadline: Deadline) -> Outcome | None:
-        """The quick first attempt (:mod:`.wire`): http, http+unix, and https over TLS."""
+        """The quick first attempt (:mod:`.wire`): http, http+unix, and https over TLS; a
+        target whose requests go through a proxy is left to httpx, which speaks to proxies."""
         https = self.target.scheme == "https"
+        if self.proxy_for(self.target.scheme) is not None:
+            return None
         socket_path = self.target.param("socket")
         port = self.target.port or (443 if https else 80)
         return wire.first_attempt(
@@ -171,13 +198,31 @@ class HttpCheck(Check[HttpOptions]):
     async def probe(self, deadline: Deadline) -> Outcome:
         import httpx
 
+        url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
+        proxy = self.proxy_for(self.target.scheme)
+        if proxy is None:
+            return await self._probe_or_why(url, deadline)
+        from waitfor.net.activity import waiting_on
+
+        # cut off while the proxy says nothing (a CONNECT never answered): it is named
+        silent = f"no answer through proxy {proxy.display}"
+        with waiting_on(lambda waited: f"{silent} after {waited:.1f}s"):
+            outcome = await self._probe_or_why(url, deadline)
+        if outcome.ready:
+            return outcome
+        return Outcome.down(f"{outcome.reason} (through proxy {proxy.display})")
+
+    async def _probe_or_why(self, url: httpx.URL, deadline: Deadline) -> Outcome:
+        import httpx
+
         from waitfor.net.httptransport import describe_transport_error
 
-        url = httpx.URL(self.target.param("url") or self.target.url)  # http+unix: localhost
         try:
             return await self._probe(url, deadline.left())
         except httpx.TimeoutException:
             return Outcome.down(f"timed out after {deadline.budget:.1f}s")
+        except httpx.ProxyError as exc:  # the proxy refused the CONNECT: its status line
+            return Outcome.down(f"proxy answered CONNECT with {str(exc)[:80]}")
         except httpx.TooManyRedirects:
             return Outcome.down(f"more than {MAX_REDIRECTS} redirects")
         except httpx.RemoteProtocolError as exc:
@@ -231,6 +276,23 @@ class HttpCheck(Check[HttpOptions]):
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+
+
+def _proxies(pairs: OptionPairs) -> tuple[Proxy | None, EnvProxies | None, set[str]]:
+    """``proxy=URL`` and ``proxy-from-env``: the proxy, the environment's, their secrets."""
+    given = single(pairs, "proxy")
+    from_env = flag(pairs, "proxy_from_env")
+    if given is None and not from_env:
+        return None, None, set()  # the common case imports nothing more
+    from waitfor.kinds.http import proxy
+
+    if given is not None:
+        found, secrets = proxy.parse_proxy(given, "proxy")
+        return found, None, secrets
+    import os
+
+    env = proxy.from_environ(os.environ)
+    return None, env, set(env.secrets)
 
 
 def client_headers(options: HttpOptions) -> dict[str, str]:

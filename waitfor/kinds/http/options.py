@@ -13,6 +13,7 @@ from waitfor.net import tls
 
 if TYPE_CHECKING:
     from waitfor.kind import JsonExpectation, Pattern
+    from waitfor.kinds.http.proxy import EnvProxies, Proxy
 
 
 class HttpOptions(Value):
@@ -25,6 +26,12 @@ class HttpOptions(Value):
     #: ``expect-header=Name[:RE2]``: (name, pattern or None for "present"), all must hold
     expect_headers: tuple[tuple[str, Pattern | None], ...] = ()
     data: bytes | None = None  # the request body
+    proxy: Proxy | None = None  # ``proxy=URL`` (``--proxy``): every request through it
+    #: ``proxy-from-env``: the environment's proxies (when no ``proxy=``), read at parse time
+    env_proxies: EnvProxies | None = None
+    #: the proxies' credentials, for redaction (Target.secrets)
+    secrets: frozenset[str] = frozenset()
+    _uncompared = ("secrets",)
 
     def accepts(self, status: int) -> bool:
         return any(low <= status <= high for low, high in self.statuses)
