@@ -35,6 +35,7 @@ from tests.support.podman import podman
 from tests.support.ports import free_port
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import Script, http_server, unix_http_server
+from tests.support.tinyproxy import Tinyproxy, tinyproxy
 from waitfor.core.registry import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"
@@ -119,6 +120,10 @@ class Servers:
         url, _ = self.stack.enter_context(http_server(Script(status=200), tls=context))
         return str(url)
 
+    def proxy(self) -> Tinyproxy:
+        """Debian's tinyproxy with credentials, on the host's loopback (host networking)."""
+        return self.stack.enter_context(tinyproxy(self.tmp_path / "proxy", "img", "proxy-pw"))
+
     def dns(self) -> DnsServer:
         server: DnsServer = self.fixture("dns_server")
         server.add_host("db.example.test", "10.0.0.1")
@@ -178,7 +183,14 @@ def _redis(s: Servers) -> list[str]:
 def _http(s: Servers) -> list[str]:
     plain, tls = s.http(), s.http(tls=True)
     tls = tls.replace("127.0.0.1", "localhost")
-    return [f"{plain}/", f"{tls}/#cacert={CA_IN_IMAGE}", f"{tls}/health#insecure"]
+    proxy = s.proxy().url  # through it: absolute-form http, CONNECT for https (httpcore's)
+    return [
+        f"{plain}/",
+        f"{tls}/#cacert={CA_IN_IMAGE}",
+        f"{tls}/health#insecure",
+        f"{plain}/proxied#proxy={proxy}",
+        f"{tls}/proxied#cacert={CA_IN_IMAGE}&proxy={proxy}",
+    ]
 
 
 def _dns(s: Servers) -> list[str]:
