@@ -89,12 +89,31 @@ def pod_spec(document: dict[str, Any]) -> dict[str, Any]:
     return spec["template"]["spec"] if "template" in spec else spec
 
 
+#: what a pod-level securityContext would impose on the app's containers too
+POD_LEVEL_USER = ("runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "supplementalGroups")
+#: waitfor's own containers carry all of these themselves, whatever the pod sets
+WAITFOR_OWN = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "runAsGroup": 65532,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
 def restricted_violations(document: dict[str, Any]) -> list[str]:
-    """What PodSecurity "restricted" would refuse in this workload, plus this project's own
-    rules for its examples (read-only root, the image's user, requests and limits)."""
+    """What PodSecurity "restricted" would refuse in this workload (every container), plus this
+    project's own rules for its examples: the pod level sets no user (pasted into a workload it
+    would change the app's); waitfor's containers carry their complete securityContext, the
+    image's user, requests and limits; the app's settings are the app's."""
     pod = pod_spec(document)
     pod_context: dict[str, Any] = pod.get("securityContext", {})
     found = [f"spec.{field}" for field in ("hostNetwork", "hostPID", "hostIPC") if pod.get(field)]
+    found += [
+        f"spec.securityContext.{f}: the app's to set" for f in POD_LEVEL_USER if f in pod_context
+    ]
     for volume in pod.get("volumes", []):
         kinds = set(volume) - {"name"}
         if not kinds <= ALLOWED_VOLUMES:
@@ -117,8 +136,8 @@ def restricted_violations(document: dict[str, Any]) -> list[str]:
             found.append(f"{name}: allowPrivilegeEscalation must be false")
         if effective("runAsNonRoot") is not True:
             found.append(f"{name}: runAsNonRoot must be true")
-        if effective("runAsUser") in (0, None):
-            found.append(f"{name}: runAsUser must be set and not 0")
+        if effective("runAsUser") == 0:
+            found.append(f"{name}: runAsUser must not be 0")
         seccomp = (effective("seccompProfile") or {}).get("type")
         if seccomp not in ("RuntimeDefault", "Localhost"):
             found.append(f"{name}: seccompProfile {seccomp!r}")
@@ -131,18 +150,18 @@ def restricted_violations(document: dict[str, Any]) -> list[str]:
             found.append(f"{name}: hostPort")
         if context.get("procMount", "Default") != "Default":
             found.append(f"{name}: procMount")
-        if context.get("readOnlyRootFilesystem") is not True:
-            found.append(f"{name}: readOnlyRootFilesystem must be true")
+        if not container["image"].startswith("waitfor"):
+            continue  # the app's user, root filesystem and resources are its own
+        for field, value in WAITFOR_OWN.items():
+            if context.get(field) != value:
+                found.append(f"{name}: its own securityContext.{field} must be {value!r}")
         resources = container.get("resources", {})
         for bound in ("requests", "limits"):
             for resource in ("cpu", "memory"):
                 if resource not in resources.get(bound, {}):
                     found.append(f"{name}: resources.{bound}.{resource} missing")
-        if container["image"].startswith("waitfor"):
-            if effective("runAsUser") != 65532:
-                found.append(f"{name}: runAsUser must be 65532, the image's user")
-            if container.get("imagePullPolicy") != "IfNotPresent":
-                found.append(f"{name}: imagePullPolicy must be IfNotPresent")
+        if container.get("imagePullPolicy") != "IfNotPresent":
+            found.append(f"{name}: imagePullPolicy must be IfNotPresent")
     return found
 
 
@@ -152,6 +171,22 @@ def test_example_passes_podsecurity_restricted(path: Path) -> None:
     assert workloads, "every example runs waitfor somewhere"
     for document in workloads:
         assert restricted_violations(document) == []
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_marks_the_apps_settings_as_the_apps_own(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    workloads = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"] in POD_KINDS]
+    apps = [
+        c
+        for d in workloads
+        for c in pod_spec(d).get("initContainers", []) + pod_spec(d)["containers"]
+        if not c["image"].startswith("waitfor")
+    ]
+    marks = [n for n, line in enumerate(lines) if "The app's own choice, not waitfor's" in line]
+    assert len(marks) == len(apps) > 0
+    for n in marks:  # right above the app container's securityContext
+        assert lines[n + 2].strip() == "securityContext:", lines[n : n + 3]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -176,14 +211,23 @@ def _without(document: dict[str, Any], *keys: str, container: str = "initContain
         (lambda d: _without(d, "securityContext", "allowPrivilegeEscalation"), "Escalation"),
         (lambda d: _without(d, "securityContext", "capabilities"), "drop ALL"),
         (lambda d: _without(d, "securityContext", "readOnlyRootFilesystem"), "readOnlyRoot"),
-        (lambda d: _without(d, "resources", "limits", container="containers"), "limits.cpu"),
         (lambda d: _without(d, "imagePullPolicy"), "imagePullPolicy"),
-        (lambda d: pod_spec(d)["securityContext"].pop("seccompProfile"), "seccompProfile"),
-        (lambda d: pod_spec(d)["securityContext"].pop("runAsNonRoot"), "runAsNonRoot"),
+        (lambda d: _without(d, "securityContext", "seccompProfile"), "seccompProfile"),
+        (lambda d: _without(d, "securityContext", "runAsUser"), "65532"),
+        (
+            lambda d: _without(d, "securityContext", "seccompProfile", container="containers"),
+            "seccompProfile",
+        ),
+        (
+            lambda d: _without(d, "securityContext", "runAsNonRoot", container="containers"),
+            "runAsNonRoot",
+        ),
         (
             lambda d: pod_spec(d)["containers"][0]["securityContext"].update(runAsUser=0),
             "runAsUser",
         ),
+        (lambda d: pod_spec(d).update(securityContext={"runAsUser": 1000}), "the app's to set"),
+        (lambda d: _without(d, "resources", "limits"), "limits.cpu"),
         (lambda d: pod_spec(d).update(hostNetwork=True), "hostNetwork"),
         (
             lambda d: pod_spec(d).update(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),

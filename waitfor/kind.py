@@ -72,8 +72,9 @@ Also here, for kinds: the conversation template (:class:`ConversationCheck`, its
 (:mod:`seeds <waitfor.core.seeds>`), the value base :class:`Value`, URL and redaction helpers
 (:func:`urlsplit`, :func:`unquote`, :func:`host_port`, :func:`userinfo`, :func:`query`,
 :data:`MASK`, :func:`is_secret_name`, and the modules ``urls``, ``redaction``, ``sanitize``),
-RE2 patterns (:class:`Pattern`, :func:`compile_pattern`) and JSON expectations
-(:class:`JsonExpectation`, the module ``jsonexpect``), and :class:`KindError` (what a
+RE2 patterns (:class:`Pattern`, :func:`compile_pattern`), JSON expectations
+(:class:`JsonExpectation`, the module ``jsonexpect``), SQL expectations (the module ``sql``:
+which ``#sql=`` queries are taken, what their answer means), and :class:`KindError` (what a
 third-party kind that cannot be loaded is reported as). Those a cold start does not need are
 imported on first use.
 """
@@ -97,6 +98,7 @@ from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
     from waitfor.base import jsonexpect as jsonexpect
+    from waitfor.base import sql as sql
     from waitfor.base.jsonexpect import JsonExpectation
     from waitfor.base.patterns import Pattern, compile_pattern
     from waitfor.core import seeds as seeds
@@ -152,6 +154,7 @@ __all__ = [
     "sanitize",
     "seeds",
     "single",
+    "sql",
     "standard_address",
     "start_tls",
     "unquote",
@@ -175,7 +178,11 @@ _LAZY = {
     **dict.fromkeys(("Pattern", "compile_pattern"), "waitfor.base.patterns"),
     "JsonExpectation": "waitfor.base.jsonexpect",
 }
-_LAZY_MODULES = {"jsonexpect": "waitfor.base.jsonexpect", "seeds": "waitfor.core.seeds"}
+_LAZY_MODULES = {
+    "jsonexpect": "waitfor.base.jsonexpect",
+    "seeds": "waitfor.core.seeds",
+    "sql": "waitfor.base.sql",
+}
 
 
 def __getattr__(name: str) -> object:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from tests.support.podman import podman
 from tests.support.ports import free_port
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import Script, http_server, unix_http_server
+from tests.support.tinyproxy import Tinyproxy, tinyproxy
 from waitfor.core.registry import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"
@@ -118,6 +120,10 @@ class Servers:
         url, _ = self.stack.enter_context(http_server(Script(status=200), tls=context))
         return str(url)
 
+    def proxy(self) -> Tinyproxy:
+        """Debian's tinyproxy with credentials, on the host's loopback (host networking)."""
+        return self.stack.enter_context(tinyproxy(self.tmp_path / "proxy", "img", "proxy-pw"))
+
     def dns(self) -> DnsServer:
         server: DnsServer = self.fixture("dns_server")
         server.add_host("db.example.test", "10.0.0.1")
@@ -141,6 +147,7 @@ def _postgres(s: Servers) -> list[str]:
     return [
         "postgresql://127.0.0.1:5432",
         "postgres://postgres@127.0.0.1:5432/postgres#mode=query",
+        "postgresql://postgres@127.0.0.1:5432/postgres#table=pg_catalog.pg_class&sql=SELECT%20true",
         f"postgresql://{user}?sslmode=require",
         f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}",
         f"postgresql://{user}?sslmode=verify-full&sslrootcert={CA_IN_IMAGE}#mode=query",
@@ -155,6 +162,7 @@ def _mysql(s: Servers) -> list[str]:
     return [
         "mysql://127.0.0.1:3306",
         "mariadb://root@127.0.0.1:3306/mysql#mode=query",
+        "mysql://root@127.0.0.1:3306/mysql#table=user&sql=SELECT%20COUNT(*)%20%3E%200%20FROM%20user",
         f"mysql://{app}?ssl-mode=REQUIRED#mode=query",
         f"mysql://{app}?ssl-mode=VERIFY_IDENTITY&ssl-ca={CA_IN_IMAGE}#mode=query",
     ]
@@ -162,25 +170,36 @@ def _mysql(s: Servers) -> list[str]:
 
 def _redis(s: Servers) -> list[str]:
     tls = s.redis_tls()
+    tls_cli = ["redis-cli", "--tls", "--cacert", str(s.ca_file), "-h", "localhost"]
+    subprocess.run([*tls_cli, "-p", str(tls.port), "SET", "phase", "seeded"], check=True)
     return [
         "redis://127.0.0.1:6379",
         "redis://127.0.0.1:6379/0#mode=query",
         f"rediss://localhost:{tls.port}#cacert={CA_IN_IMAGE}",
-        f"rediss://127.0.0.1:{tls.port}#insecure",
+        f"rediss://127.0.0.1:{tls.port}#insecure&key=phase&value=%5Eseeded$",
     ]
 
 
 def _http(s: Servers) -> list[str]:
     plain, tls = s.http(), s.http(tls=True)
     tls = tls.replace("127.0.0.1", "localhost")
-    return [f"{plain}/", f"{tls}/#cacert={CA_IN_IMAGE}", f"{tls}/health#insecure"]
+    proxy = s.proxy().url  # through it: absolute-form http, CONNECT for https (httpcore's)
+    return [
+        f"{plain}/",
+        f"{tls}/#cacert={CA_IN_IMAGE}",
+        f"{tls}/health#insecure",
+        f"{plain}/proxied#proxy={proxy}",
+        f"{tls}/proxied#cacert={CA_IN_IMAGE}&proxy={proxy}",
+    ]
 
 
 def _dns(s: Servers) -> list[str]:
     server = s.dns()
+    server.add_config("mx-host=example.test,mail.example.test,10")  # restarts it
     return [
         "dns:db.example.test",  # through the mounted resolv.conf
         f"dns://{server.address}/db.example.test?type=A",
+        "dns:example.test?type=MX#expect=mail.example.test",
     ]
 
 
@@ -307,9 +326,21 @@ ROWS: dict[str, Row] = {
     "nats": Row(("nats", "tls"), _nats),
     "grpc": Row(("grpc", "grpcs"), _grpc),
     "unix": Row(("unix", "http+unix"), _unix),
-    "file": Row(("file",), lambda s: [f"file://{CA_IN_IMAGE}#nonempty"]),
+    "file": Row(
+        ("file",),
+        lambda s: [
+            f"file://{CA_IN_IMAGE}#nonempty",
+            f"file://{CA_IN_IMAGE}#min-size=100&contains=(%3Fm)%5E-----BEGIN%20CERTIFICATE-----$",
+        ],
+    ),
     # no shell or tools in the image: the command is waitfor itself (subprocesses work there)
-    "exec": Row(("exec",), lambda s: ["exec:waitfor -q -t 30 tcp://127.0.0.1:5432"]),
+    "exec": Row(
+        ("exec",),
+        lambda s: [
+            "exec:waitfor -q -t 30 tcp://127.0.0.1:5432",
+            "exec:waitfor tcp://db#exit-code=2",  # a refusal awaited: exit 2, missing port
+        ],
+    ),
     "kafka": Row(("kafka", "kafka+ssl"), _kafka),
     "mongodb": Row(("mongodb",), _mongodb),
     "docker": Row(("docker", "container"), _docker),

@@ -73,6 +73,9 @@ def adapt(
                 variable["value"] = (secrets or {})[variable["name"]]
     for container in spec["containers"]:
         container["image"] = BASE
+        # the stand-in app's own user (the examples leave the app's user to the app; the base
+        # image's is root, which the app's runAsNonRoot refuses)
+        container.setdefault("securityContext", {})["runAsUser"] = 65532
         container["command"] = ["python3", "-c", "print('the app started')"]
         container.pop("args", None)
     path = tmp_path / example

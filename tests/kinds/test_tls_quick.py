@@ -343,6 +343,19 @@ def test_rediss(pki: Pki, tmp_path: Path) -> None:
         server = make("--requirepass", "pw", *files)
         server.tls = True
         server.start()
+        tls_cli = ["redis-cli", "--tls", "--cacert", str(pki.ca_file), "-p", str(server.port)]
+        set_key = [
+            *tls_cli,
+            "-h",
+            "127.0.0.1",
+            "-a",
+            "pw",
+            "--no-auth-warning",
+            "SET",
+            "k",
+            "ready",
+        ]
+        assert subprocess.run(set_key, capture_output=True, text=True, timeout=30).stdout == "OK\n"
         redis_both_ways(pki, server.port)
 
 
@@ -350,6 +363,7 @@ def redis_both_ways(pki: Pki, port: int) -> None:
     address = f"127.0.0.1:{port}"
     ready = [
         f"rediss://:pw@{address}#cacert={pki.ca_file}",
+        f"rediss://:pw@{address}#cacert={pki.ca_file}&key=k&value=%5Eready$",  # the key's value
         f"rediss://{address}#cacert={pki.ca_file}",  # up, it asks for a password
         f"rediss://:pw@{address}/0#cacert={pki.ca_file}&mode=query",
         f"rediss://:pw@localhost:{port}#insecure",
@@ -357,6 +371,8 @@ def redis_both_ways(pki: Pki, port: int) -> None:
     not_ready = [
         f"rediss://:pw@{address}",  # the system's CAs do not know ours
         f"rediss://:wrong@{address}#cacert={pki.ca_file}&mode=query",
+        f"rediss://:pw@{address}#cacert={pki.ca_file}&key=k&value=%5Eno$",
+        f"rediss://:pw@{address}#cacert={pki.ca_file}&key=absent&value=.",
         f"redis://:pw@{address}",  # plaintext to a TLS port
     ]
     assert_first_attempt_as_runner(ready, not_ready)

@@ -42,6 +42,9 @@ SECRETS = (
     "unix-tok-21",
     "unix-auth-22",
     "proxy-pass-23",
+    "sql-pass-24",
+    "table-pass-25",
+    "value-pass-26",
 )
 
 
@@ -74,6 +77,10 @@ def secret_targets(
         f"dns://{dns_server.address}/missing.test",
         f"mysql://app:mysql-pass-13@127.0.0.1:{free_port()}/db?ssl-mode=REQUIRED#mode=query",
         f"rediss://app:redis-pass-14@127.0.0.1:{free_port()}/1#key=k",
+        # the expectations of #38: a query, a table, a key's value beside a password
+        f"mysql://app:sql-pass-24@127.0.0.1:{free_port()}/db#sql=SELECT%20COUNT(*)%20%3E%200%20FROM%20t",
+        f"postgresql://app:table-pass-25@127.0.0.1:{free_port()}/db#table=app.t&sql=SELECT%20true",
+        f"redis://:value-pass-26@127.0.0.1:{free_port()}#key=k&value=%5Eready$",
         f"memcached://app:memcached-pass-15@127.0.0.1:{free_port()}",
         f"mqtts://app:mqtt-pass-17@127.0.0.1:{mqtt}",
         f"nats://nats-token-18@127.0.0.1:{nats}",

@@ -254,6 +254,9 @@ class ControlPlane:
                 # which validation refuses
                 "--endpoint-reconciler-type=none",
                 "--enable-priority-and-fairness=false",
+                # alpha in 1.20, on by default from 1.21: Jobs removed ttlSecondsAfterFinished
+                # after they finished, as real clusters do
+                "--feature-gates=TTLAfterFinished=true",
                 "--profiling=false",
                 "--v=1",
             ],
@@ -269,6 +272,7 @@ class ControlPlane:
                 f"--service-account-private-key-file={self.sa_key_file}",
                 f"--root-ca-file={self.ca_file}",
                 "--leader-elect=false",
+                "--feature-gates=TTLAfterFinished=true",
                 "--port=0",  # no insecure serving (1.20 still has it)
                 "--secure-port=0",
                 # no kubelet ever heartbeats: without these the node lifecycle controller

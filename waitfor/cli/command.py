@@ -33,7 +33,7 @@ from waitfor.cli.reading import (
     die,
     split_command,
 )
-from waitfor.cli.report import Tee, error_line, exit_line, json_line, make_reporter
+from waitfor.cli.report import Reporter, Tee, error_line, exit_line, json_line, make_reporter
 from waitfor.cli.signals import (
     INHERITED_IGNORED,
     INTERRUPTS,
@@ -119,13 +119,19 @@ def wait(*, targets: tuple[str, ...], command: list[str], **options: Any) -> Non
     shown = make_reporter("quiet" if options["quiet"] else options["output"], sys.stderr)
     guard: Callable[[], contextlib.AbstractAsyncContextManager[None]] = signals_cancel
     final = termination.current
-    reporter = Tee(shown, final)
+    reporter: Reporter = Tee(shown, final)
     if options["events"]:
         from waitfor.cli.podevents import PodEvents
 
         poster = PodEvents(shown.note)
         reporter = Tee(shown, final, poster)
         guard = lambda: _nested(signals_cancel(), poster.running())  # noqa: E731
+    if os.environ.get("POD_NAME") and os.environ.get("POD_NAMESPACE"):
+        from waitfor.cli.meshhint import MeshHint  # in a pod: a blocked connection's mesh hint
+
+        hint = MeshHint(reporter)
+        reporter, outer = hint, guard
+        guard = lambda: _nested(outer(), hint.running())  # noqa: E731
 
     wait = api.Wait(
         *targets, **keywords, backoff=backoff, reporter=reporter, defaults=target_defaults(options)

@@ -123,14 +123,20 @@ class ConversationCheck(Check[OptionsT]):
     def probe_now(self, deadline: Deadline) -> Outcome | None:
         return self.probe_now_at(self.address, deadline)
 
-    def probe_now_at(self, address: tuple[str, int], deadline: Deadline) -> Outcome | None:
+    def probe_now_at(
+        self,
+        address: tuple[str, int],
+        deadline: Deadline,
+        conversation: Conversation | None = None,
+    ) -> Outcome | None:
         """The runner's attempt at ``address`` on a blocking socket, TLS included (the same
-        context; ssl is imported only for a target that speaks it): :meth:`probe_at`'s twin."""
+        context; ssl is imported only for a target that speaks it): :meth:`probe_at`'s twin,
+        ``conversation`` (or else :meth:`conversation`'s) its exchange."""
         from waitfor.net.conversation import first_attempt
 
         return first_attempt(
             address,
-            self.conversation(),
+            self.conversation() if conversation is None else conversation,
             deadline,
             (ProtocolError,),
             tls=self.make_tls_context,

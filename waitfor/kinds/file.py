@@ -1,6 +1,9 @@
 """Files: ``file:///path`` is ready when the path exists; ``#nonempty`` when it also has content.
 
-For a token or config file that another init container or a sidecar writes. A symbolic link is
+For a token or config file that another init container or a sidecar writes. ``#min-size=BYTES``:
+a regular file of at least that size; ``#contains=RE2``: a regular file whose first 1 MiB
+matches (read in the same thread as the ``stat``, so a hung mount holds that thread only; opened
+without blocking, so a FIFO is answered "not a regular file", not waited on). A symbolic link is
 followed, as the application opening the path will follow it: a link whose target does not exist
 (yet) is not ready, and the reason says it is a dangling link. A directory exists like a file;
 ``nonempty`` means it holds at least one entry.
@@ -21,22 +24,40 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
-from waitfor.kind import Address, Check, OptionPairs, Outcome, Value, flag, reject_unknown, unquote
+from waitfor.kind import (
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    flag,
+    reject_unknown,
+    single,
+    unquote,
+)
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
     import asyncio
 
-    from waitfor.kind import Deadline
+    from waitfor.kind import Deadline, Pattern
+
+#: ``#contains=`` searches this much from the start of the file
+HEAD_BYTES = 1024 * 1024
 
 
 class FileOptions(Value):
     nonempty: bool = False
+    min_size: int | None = None  # bytes a regular file must hold at least (0: a regular file)
+    contains: Pattern | None = None  # the first HEAD_BYTES must match
 
 
 class FileCheck(Check[FileOptions]):
-    USAGE = (("file:///path#nonempty", "the path exists (#nonempty: and has content)"),)
-    OPTION_NAMES = frozenset({"nonempty"})
+    USAGE = (
+        ("file:///path#nonempty", "the path exists (#nonempty: and has content)"),
+        ("file:///path#min-size=BYTES&contains=RE2", "a file that big, its first 1 MiB matches"),
+    )
+    OPTION_NAMES = frozenset({"nonempty", "min_size", "contains"})
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
@@ -46,14 +67,27 @@ class FileCheck(Check[FileOptions]):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> FileOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        return FileOptions(nonempty=flag(pairs, "nonempty"))
+        nonempty = flag(pairs, "nonempty")
+        size = single(pairs, "min_size")
+        if size is not None and not (size.isascii() and size.isdigit() and len(size) <= 18):
+            raise ValueError(f"min-size must be a number of bytes, not {size[:20]!r}")
+        pattern = single(pairs, "contains")
+        contains = None
+        if pattern is not None:
+            from waitfor.kind import compile_pattern
+
+            try:
+                contains = compile_pattern(pattern)
+            except ValueError as exc:
+                raise ValueError(f"contains {exc}") from None
+        return FileOptions(nonempty, None if size is None else int(size), contains)
 
     async def probe(self, deadline: Deadline) -> Outcome:
         import asyncio  # imported already by whoever awaits this; kept off the module's imports
 
         from waitfor.net.activity import waiting_on
 
-        inspection = _Inspection.start(self.target.host, self.options.nonempty)
+        inspection = _Inspection.start(self.target.host, self.options)
         with waiting_on(lambda waited: f"{inspection.step}: no answer after {waited:.1f}s"):
             outcome = await asyncio.shield(inspection.future)
         if isinstance(outcome, BaseException):
@@ -62,10 +96,10 @@ class FileCheck(Check[FileOptions]):
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:
         """The same look in a daemon thread, given up at ``deadline``: a hung mount holds none."""
-        path, nonempty = self.target.host, self.options.nonempty
+        path, options = self.target.host, self.options
         found: list[Outcome] = []
         look = threading.Thread(
-            target=lambda: found.append(inspect(path, nonempty=nonempty, doing=_ignore)),
+            target=lambda: found.append(inspect(path, options, doing=_ignore)),
             name=f"waitfor-{path}",
             daemon=True,
         )
@@ -99,8 +133,9 @@ def file_path(url: str) -> str:
     return path
 
 
-def inspect(path: str, *, nonempty: bool, doing: Callable[[str], None]) -> Outcome:
+def inspect(path: str, options: FileOptions, *, doing: Callable[[str], None]) -> Outcome:
     """The outcome for ``path``, as slow as its filesystem; ``doing`` hears each call made."""
+    nonempty = options.nonempty
     doing(f"stat {path}")
     try:
         info = os.stat(path)
@@ -110,6 +145,8 @@ def inspect(path: str, *, nonempty: bool, doing: Callable[[str], None]) -> Outco
         return Outcome.down(f"{path}: no such file or directory")
     except OSError as exc:
         return Outcome.down(f"{path}: {describe_os_error(exc)}")
+    if options.min_size is not None or options.contains is not None:
+        return _inspect_content(path, options, doing)
     if stat.S_ISDIR(info.st_mode):
         if not nonempty:
             return Outcome.up(f"{path} exists (a directory)")
@@ -127,6 +164,54 @@ def inspect(path: str, *, nonempty: bool, doing: Callable[[str], None]) -> Outco
     return Outcome.up(f"{path} exists ({info.st_size} bytes)")
 
 
+def _inspect_content(path: str, options: FileOptions, doing: Callable[[str], None]) -> Outcome:
+    """``#min-size`` and ``#contains``: only a regular file has a size and a content to read."""
+    doing(f"opening {path}")
+    try:
+        # O_NONBLOCK: opening a FIFO does not wait for a writer (a regular file ignores it)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        return Outcome.down(f"{path}: {describe_os_error(exc)}")
+    try:
+        info = os.fstat(fd)  # the file opened, not what the path names by now
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            return Outcome.down(f"{path} is {what}")
+        size = info.st_size
+        if options.min_size is not None and size < options.min_size:
+            return Outcome.down(f"{path} has {size} bytes, fewer than {options.min_size}")
+        if size == 0 and options.nonempty:
+            return Outcome.down(f"{path} is empty")
+        pattern = options.contains
+        if pattern is None:
+            return Outcome.up(f"{path} exists ({size} bytes)")
+        doing(f"reading {path}")
+        try:
+            head = _read_head(fd)
+        except OSError as exc:
+            return Outcome.down(f"{path}: {describe_os_error(exc)}")
+    finally:
+        os.close(fd)
+    doing(f"searching {path}")
+    # In this thread, not the event loop's: RE2 over 1 MiB takes up to a few seconds with
+    # the largest program allowed (waitfor.base.patterns), and the attempt may abandon it.
+    if not pattern.search_now(head):
+        read = "its first 1 MiB" if len(head) == HEAD_BYTES else f"{len(head)} bytes"
+        return Outcome.down(f"{path} does not match {pattern.pattern!r} ({read})")
+    return Outcome.up(f"{path} matches {pattern.pattern!r} ({size} bytes)")
+
+
+def _read_head(fd: int) -> bytes:
+    """The first HEAD_BYTES (fewer if the file is shorter, or grows while it is read)."""
+    head = bytearray()
+    while len(head) < HEAD_BYTES:
+        chunk = os.read(fd, HEAD_BYTES - len(head))
+        if not chunk:
+            break
+        head += chunk
+    return bytes(head)
+
+
 InspectionOutcome = Outcome | BaseException
 
 
@@ -134,24 +219,24 @@ class _Inspection:
     """:func:`inspect` in a daemon thread, one per path at a time however many attempts wait."""
 
     _lock = threading.Lock()
-    _running: ClassVar[dict[tuple[asyncio.AbstractEventLoop, str, bool], _Inspection]] = {}
+    _running: ClassVar[dict[tuple[asyncio.AbstractEventLoop, str, FileOptions], _Inspection]] = {}
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, path: str, nonempty: bool) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, path: str, options: FileOptions) -> None:
         self.loop = loop
-        self.key = (loop, path, nonempty)
+        self.key = (loop, path, options)
         self.step = f"stat {path}"  # what the thread is in now; read by the attempt cut off
         self.future: asyncio.Future[InspectionOutcome] = loop.create_future()
 
     @classmethod
-    def start(cls, path: str, nonempty: bool) -> _Inspection:
+    def start(cls, path: str, options: FileOptions) -> _Inspection:
         import asyncio
 
         loop = asyncio.get_running_loop()
         with cls._lock:
-            running = cls._running.get((loop, path, nonempty))
+            running = cls._running.get((loop, path, options))
             if running is not None:
                 return running  # a hung mount must not cost a thread per attempt
-            inspection = cls._running[(loop, path, nonempty)] = _Inspection(loop, path, nonempty)
+            inspection = cls._running[(loop, path, options)] = _Inspection(loop, path, options)
         try:
             thread = threading.Thread(target=inspection.run, name=f"waitfor-{path}", daemon=True)
             thread.start()
@@ -160,10 +245,10 @@ class _Inspection:
         return inspection
 
     def run(self) -> None:  # in the inspection's own thread
-        _, path, nonempty = self.key
+        _, path, options = self.key
         outcome: InspectionOutcome
         try:
-            outcome = inspect(path, nonempty=nonempty, doing=self.doing)
+            outcome = inspect(path, options, doing=self.doing)
         except Exception as exc:  # handed to the awaiting attempt
             outcome = exc
         self.finish(outcome)

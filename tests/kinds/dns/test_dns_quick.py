@@ -157,6 +157,7 @@ def headless(tmp_path: Path) -> Iterator[tuple[str, str]]:
         "pods#min=10",  # 10 records, 5 shown
         "pods.test.#value=10.2.0.6",
         "alias.pods.test#value=FD00::2",
+        "pods.test.#expect=10.2.0.6",  # wait4x's name for value=, judged as it
         "pods?type=AAAA#min=3",
         "pods.test?type=A#min=7",
     ],
@@ -179,6 +180,8 @@ def test_many_records_in_the_order_they_came(
         "dns:svc.nodata.test",  # NODATA
         "dns:svc.good.test#min=2",  # not enough
         "dns:svc.good.test#value=10.2.0.9",
+        "dns:svc.good.test#expect=10.2.0.9",
+        "dns:svc.good.test?type=MX#expect=mail.good.test",  # a type the quick path leaves
         "dns:svc.good.test?type=AAAA",
         "dns:svc.good.test?type=TXT",  # a type the quick path leaves to the runner
     ],

@@ -61,7 +61,7 @@ def test_output_that_changes_over_time(tmp_path: Path) -> None:
         ("stdout=(a", "stdout regex '(a' is invalid"),
         ("stdout=(%3F=x)", "RE2 syntax"),
         ("stdout=a&stdout=b", "option 'stdout' given more than once"),
-        ("stderr=x", "unknown option 'stderr' (known: stdout)"),
+        ("stderr=x", "unknown option 'stderr' (known: exit-code, stdout)"),
         ("stdout=" + "(a|b)" * 3000, "is too large"),
     ],
 )

@@ -3,7 +3,9 @@
 For every lab state the kind's tests build (Jobs complete, running, failed, missing; a Deployment
 rolled out or not; its pods by selector with and without min; a StatefulSet, a Pod, a ReplicaSet,
 a DaemonSet; a Service with and without ready endpoints and missing; a ConfigMap's json and
-exists; a custom resource's condition), both paths judge the same target in-process, with a
+exists; a custom resource's condition; kstatus's rules: a ConfigMap, a Secret, a ServiceAccount,
+a PVC Pending and Bound, a CRD, a custom resource's Ready; ``missing=ready`` on an object, a
+Service and a selector, there and not), both paths judge the same target in-process, with a
 token kubeconfig (JSON as the lab writes it, and YAML as kubectl writes it) and in-cluster (the
 ServiceAccount folder, token and ca.crt): the first attempt is ready exactly when the watching
 path's first attempt is, with the same reason, and otherwise steps aside (None). Through the
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from waitfor.base.deadline import Deadline
 from waitfor.base.outcome import Outcome
 from waitfor.core.targets import parse_target
 from waitfor.kinds.k8s.check import K8sCheck
+from waitfor.kinds.k8s.quick import BUILT_IN
 from waitfor.net.k8s import config
 
 Json = dict[str, Any]
@@ -118,6 +122,32 @@ def build_states(plane: ControlPlane, ns: str) -> list[str]:
         f"/api/v1/namespaces/{ns}/configmaps",
         {"metadata": {"name": "flag"}, "data": {"go": "yes"}},
     )
+    # kstatus's rules: status-less types exist; a PVC is Bound (a PV bound to it) or not
+    api.create(f"/api/v1/namespaces/{ns}/secrets", {"metadata": {"name": "key"}})
+    api.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "robot"}})
+    volume = f"pv-{ns}"
+    api.create(
+        "/api/v1/persistentvolumes",
+        {
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "manual",
+                "hostPath": {"path": "/nonexistent"},
+                "claimRef": {"namespace": ns, "name": "bound"},
+            },
+        },
+    )
+    for name, spec in (
+        ("bound", {"storageClassName": "manual", "volumeName": volume}),
+        ("pending", {"storageClassName": "none"}),
+    ):
+        claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+        api.create(
+            f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+            {"metadata": {"name": name}, "spec": {**claim, **spec}},
+        )
     ensure_crd(plane)
     group = CRD["spec"]["group"]
     certs = f"/apis/{group}/v1/namespaces/{ns}/certificates"
@@ -136,6 +166,16 @@ def build_states(plane: ControlPlane, ns: str) -> list[str]:
     def settled(path: str, key: str, want: int) -> bool | None:
         return api.get(path).get("status", {}).get(key) == want or None
 
+    lab.wait_until(  # the PV controller binds the pair
+        "pvc bound",
+        lambda: (
+            api.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/bound")
+            .get("status", {})
+            .get("phase")
+            == "Bound"
+            or None
+        ),
+    )
     lab.wait_until("web", lambda: settled(f"{apps}/deployments/web", "availableReplicas", 2))
     lab.wait_until("db", lambda: settled(f"{apps}/statefulsets/db", "readyReplicas", 1))
     lab.wait_until(  # the ready pods' endpoints
@@ -180,12 +220,32 @@ def build_states(plane: ControlPlane, ns: str) -> list[str]:
         "k8s:job/done#min=2",
         "k8s:certificates.example.com/c#condition=Ready",
         "k8s:cert/c#condition=Ready",
+        # kstatus's rules where kubectl has none
+        "k8s:cert/c",
+        "k8s:crd/certificates.example.com",
+        "k8s:cm/absent",
+        "k8s:secret/key",
+        "k8s:sa/robot",
+        "k8s:pvc/bound",
+        "k8s:pvc/pending",
+        # missing=ready: not there is ready; there, the type's rule decides
+        "k8s:job/absent#missing=ready",
+        "k8s:job/done#missing=ready",
+        "k8s:job/running#missing=ready",
+        "k8s:cm/absent#missing=ready",
+        "k8s:svc/absent#missing=ready",
+        "k8s:svc/empty#missing=ready",
+        "k8s:pods#selector=app=nothing&missing=ready",
+        "k8s:pods#selector=app=web&min=3&missing=ready",
     ]
 
 
 @pytest.fixture
-def states(control_plane: ControlPlane, namespace: str) -> list[str]:
-    return build_states(control_plane, namespace)
+def states(control_plane: ControlPlane, namespace: str) -> Iterator[list[str]]:
+    try:
+        yield build_states(control_plane, namespace)
+    finally:  # the PersistentVolume is not the namespace's: it goes by itself
+        control_plane.api.call("DELETE", f"/api/v1/persistentvolumes/pv-{namespace}")
 
 
 def yaml_kubeconfig(json_config: Path, folder: Path) -> Path:
@@ -201,7 +261,8 @@ def agree(targets: list[str]) -> list[str]:
     for text in targets:
         slow = watching(text)
         fast = quick(text)
-        if "cert" in text:  # a custom TYPE needs discovery: the first attempt steps aside
+        kind = K8sCheck(parse_target(text))._spec().type.lower()
+        if kind not in BUILT_IN:  # a custom TYPE needs discovery: the first attempt steps aside
             assert fast is None, (text, fast)
         elif slow.ready and not slow.permanent:
             assert fast is not None, (text, slow)
@@ -231,6 +292,25 @@ def test_the_first_attempt_agrees_with_the_watch_with_a_token_kubeconfig(
     assert {"k8s:job/done", "k8s:svc/db", "k8s:cm/flag#exists"} <= set(ready)
     assert not {"k8s:job/running", "k8s:svc/empty"} & set(ready)
     assert watching("k8s:cert/c#condition=Ready").ready  # the row the quick path leaves alone
+    # kstatus's rules and missing=ready, both answers
+    assert {
+        "k8s:cm/flag",
+        "k8s:secret/key",
+        "k8s:sa/robot",
+        "k8s:pvc/bound",
+        "k8s:job/absent#missing=ready",
+        "k8s:svc/absent#missing=ready",
+        "k8s:pods#selector=app=nothing&missing=ready",
+    } <= set(ready)
+    assert not {
+        "k8s:pvc/pending",
+        "k8s:cm/absent",
+        "k8s:job/running#missing=ready",
+        "k8s:svc/empty#missing=ready",
+        "k8s:pods#selector=app=web&min=3&missing=ready",
+    } & set(ready)
+    assert watching("k8s:cert/c").ready
+    assert watching("k8s:crd/certificates.example.com").ready
 
 
 def test_the_first_attempt_agrees_with_the_watch_in_cluster(
@@ -253,17 +333,26 @@ def test_the_first_attempt_agrees_with_the_watch_in_cluster(
     assert "k8s:job/done" in agree(states)
 
 
+@pytest.mark.parametrize("in_pod", [False, True], ids=["", "in-a-pod"])
 def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
-    control_plane: ControlPlane, namespace: str, tmp_path: Path
+    in_pod: bool, control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
+    """In a pod (POD_NAME, POD_NAMESPACE) the mesh hint is on: it imports nothing either."""
     create_job(control_plane, namespace, "done")
     control_plane.make_pods_ready(namespace, "job=done", phase="Succeeded", count=1)
     control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")
     kubeconfig = control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace)
     done, imported = run_listing_imports(
-        tmp_path, "k8s:job/done", env=env_for(kubeconfig), unhurried=True
+        tmp_path,
+        "k8s:job/done",
+        env={
+            **env_for(kubeconfig),
+            **({"POD_NAME": "app-0", "POD_NAMESPACE": namespace} if in_pod else {}),
+        },
+        unhurried=True,
     )
     assert done.returncode == 0, done.stderr
     assert "is ready: complete" in done.stdout + done.stderr
     assert "waitfor.kinds.k8s.quick" in imported
+    assert ("waitfor.cli.meshhint" in imported) is in_pod
     assert not imported & {"asyncio", "httpx", "yaml", "waitfor.core.runner"}

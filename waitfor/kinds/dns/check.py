@@ -11,7 +11,10 @@ socket as the stub resolver asks (a refusal is told at once), and the name is ta
 Every attempt asks afresh: nothing is cached, not even a negative answer.
 
 Without a type, the name must have addresses (A or AAAA, asked concurrently). ``min=N`` awaits
-N records (a headless Service lists only its ready pods); ``value=X`` awaits a record equal to X.
+N records (a headless Service lists only its ready pods); ``value=X`` (or ``expect=X``, wait4x's
+word) awaits a record equal to X: an address, a CNAME's or NS record's name, an SRV record's
+``host:port`` or host, an MX record's ``PREF host`` or host, a CAA record's ``FLAGS TAG "VALUE"`` or
+its value, a TXT record's text.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ if TYPE_CHECKING:  # dnspython and the resolvers are imported by the probes
 RESOLV_CONF = "/etc/resolv.conf"
 SHOWN_RECORDS = 5
 RESEND_EVERY = 2.0  # dns://: a query without an answer is sent again (UDP may lose it)
-DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT")
+DNS_TYPES = ("A", "AAAA", "CNAME", "SRV", "TXT", "MX", "NS", "CAA")
 
 
 class DnsOptions(Value):
@@ -61,10 +64,11 @@ class _Lookup(Value):
 
 
 class DnsCheck(Check[DnsOptions]):
-    OPTION_NAMES = frozenset({"min", "value", "resolv_conf"})
+    OPTION_NAMES = frozenset({"min", "value", "expect", "resolv_conf"})
     USAGE = (
         ("dns:NAME", "has an address (A or AAAA), resolved like the app would"),
-        ("dns:NAME?type=SRV#min=3", "at least 3 SRV records (types: A AAAA CNAME SRV TXT)"),
+        ("dns:NAME?type=SRV#min=3", "at least 3 SRV records (also A AAAA CNAME TXT MX NS CAA)"),
+        ("dns:NAME?type=MX#expect=mail.example.com", "that MX record (and NS, CAA)"),
         ("dns://NAMESERVER[:PORT]/NAME#value=10.0.0.7", "asks that server; awaits that record"),
     )
 
@@ -124,7 +128,12 @@ class DnsCheck(Check[DnsOptions]):
         resolv_conf = single(pairs, "resolv_conf")
         if resolv_conf is not None and not os.access(resolv_conf, os.R_OK):
             raise ValueError(f"resolv_conf {resolv_conf!r} is not a readable file")
-        value = single(pairs, "value")
+        value, expect = single(pairs, "value"), single(pairs, "expect")
+        if value is not None and expect is not None:
+            raise ValueError("value and expect are one option (expect is wait4x's name): give one")
+        value = expect if value is None else value
+        if value == "":
+            raise ValueError("value needs the record awaited: #value=10.0.0.7")
         return DnsOptions(
             min_records=int(minimum),
             value=value.rstrip(".").lower() if value else None,
@@ -344,6 +353,15 @@ def _forms(rdata: dns.rdata.Rdata) -> tuple[str, ...]:
     if rdata.rdtype == dns.rdatatype.TXT:
         text = b"".join(rdata.strings).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
         return (text, text.lower())
+    if rdata.rdtype == dns.rdatatype.MX:
+        exchange = rdata.exchange.to_text(omit_final_dot=True).lower()  # type: ignore[attr-defined]
+        return (f"{rdata.preference} {exchange}", exchange)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.NS:
+        return (rdata.target.to_text(omit_final_dot=True).lower(),)  # type: ignore[attr-defined]
+    if rdata.rdtype == dns.rdatatype.CAA:
+        shown = rdata.to_text()  # 0 issue "letsencrypt.org", as dig shows it
+        value = rdata.value.decode("utf-8", errors="replace")  # type: ignore[attr-defined]
+        return (shown, shown.lower(), value.lower())
     return (rdata.to_text(),)
 
 

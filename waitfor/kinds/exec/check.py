@@ -3,9 +3,10 @@
 ``exec:COMMAND ARG...`` is split into words the way a POSIX shell splits them (quotes and
 backslashes), but no shell runs it. Each attempt starts the command in a process group of its
 own, with no standard input, and reads its standard output and error together; the last line
-is the reason. ``#stdout=RE2``: exit 0 is ready only when the first 64 KiB of standard output
-(alone) match. An attempt that outlives its budget is killed with its whole process group, and so
-is anything the command left running in its group after exiting: a check leaves nothing behind.
+is the reason. ``#exit-code=N``: ready when it exits N (0 to 255) instead of 0. ``#stdout=RE2``:
+that exit is ready only when the first 64 KiB of standard output (alone) match. An attempt that
+outlives its budget is killed with its whole process group, and so is anything the command left
+running in its group after exiting: a check leaves nothing behind.
 
 Secrets do not belong on a command line (``ps`` shows it to every user): pass them in the
 environment, which the command inherits. What looks like one is hidden all the same: the value
@@ -47,26 +48,29 @@ _OPTION = re.compile(r"-{0,2}([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
 
 
 class ExecOptions(Value):
-    stdout: Pattern | None = None  # exit 0 counts only if the first 64 KiB of stdout match
+    stdout: Pattern | None = None  # the exit counts only if the first 64 KiB of stdout match
+    exit_code: int = 0  # the exit status that is ready
 
 
 class ExecCheck(Check[ExecOptions]):
-    OPTION_NAMES = frozenset({"stdout"})
+    OPTION_NAMES = frozenset({"stdout", "exit_code"})
     USAGE = (
         ("exec:COMMAND ARG...", "the command exits 0 (no shell; killed at the attempt timeout)"),
         ("exec:COMMAND ARG...#stdout=RE2", "exits 0 and its stdout (first 64 KiB) matches"),
+        ("exec:COMMAND ARG...#exit-code=N", "the command exits N (0-255)"),
     )
 
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> ExecOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
+        code = exit_code(single(pairs, "exit_code"))
         pattern = single(pairs, "stdout")
         if pattern is None:
-            return ExecOptions()
+            return ExecOptions(exit_code=code)
         from waitfor.kind import compile_pattern
 
         try:
-            return ExecOptions(compile_pattern(pattern))
+            return ExecOptions(compile_pattern(pattern), code)
         except ValueError as exc:
             raise ValueError(f"stdout {exc}") from None
 
@@ -98,7 +102,17 @@ class ExecCheck(Check[ExecOptions]):
         # The reason quotes the command's output: a secret it prints is removed, with its
         # control characters, where every reason is (waitfor.base.sanitize).
         left = deadline.left()
-        return await run_command(argv, max(left - 0.05, left * 0.9), self.options.stdout)
+        budget = max(left - 0.05, left * 0.9)
+        return await run_command(argv, budget, self.options.stdout, self.options.exit_code)
+
+
+def exit_code(value: str | None) -> int:
+    """``#exit-code=N``: an exit status a process can have, 0 to 255 (a signal is not one)."""
+    if value is None:
+        return 0
+    if not (value.isascii() and value.isdigit() and len(value) <= 3 and int(value) <= 255):
+        raise ValueError(f"exit-code must be a number from 0 to 255, not {value[:20]!r}")
+    return int(value)
 
 
 def masked_argv(argv: Sequence[str]) -> tuple[list[str], set[str]]:

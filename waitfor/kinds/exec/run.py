@@ -42,8 +42,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _UNREAPED: list[subprocess.Popen[bytes]] = []
 
 
-async def run_command(argv: Sequence[str], budget: float, stdout: Pattern | None = None) -> Outcome:
-    """Run once; ``stdout``: exit 0 is ready only if the first HEAD_BYTES of stdout match."""
+async def run_command(
+    argv: Sequence[str], budget: float, stdout: Pattern | None = None, expected: int = 0
+) -> Outcome:
+    """Run once; ready when it exits ``expected`` and, given ``stdout``, the first HEAD_BYTES of
+    its stdout match."""
     _UNREAPED[:] = [process for process in _UNREAPED if process.poll() is None]
     started = time.monotonic()
     try:
@@ -85,15 +88,16 @@ async def run_command(argv: Sequence[str], budget: float, stdout: Pattern | None
         ran = time.monotonic() - started
         return Outcome.down(f"still running after {ran:.1f}s, killed{said}")
     code = process.returncode
-    if code == 0 and stdout is not None:
+    if code == expected and stdout is not None:
         if not await stdout.search(bytes(watch.head)):
-            return Outcome.down(f"exit 0 but stdout does not match {stdout.pattern!r}{said}")
-        return Outcome.up(f"exit 0, stdout matches{said}")
-    if code == 0:
-        return Outcome.up(f"exit 0{said}")
+            return Outcome.down(f"exit {code} but stdout does not match {stdout.pattern!r}{said}")
+        return Outcome.up(f"exit {code}, stdout matches{said}")
+    if code == expected:
+        return Outcome.up(f"exit {code}{said}")
+    wanted = f" (not {expected})" if expected else ""
     if code is not None and code < 0:
-        return Outcome.down(f"killed by {signal_name(-code)}{said}")
-    return Outcome.down(f"exit {code}{said}")
+        return Outcome.down(f"killed by {signal_name(-code)}{wanted}{said}")
+    return Outcome.down(f"exit {code}{wanted}{said}")
 
 
 def signal_name(number: int) -> str:

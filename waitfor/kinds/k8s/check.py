@@ -5,9 +5,10 @@ a label selector matches (at least ``min``, default 1, ready). TYPE is any name 
 resolved through API discovery (:mod:`waitfor.net.k8s.client`). The namespace defaults to the
 pod's own, else the kubeconfig context's, else ``default``. Credentials are found as kubectl finds
 them (:mod:`waitfor.net.k8s.config`); readiness follows ``kubectl rollout status`` /
-``kubectl wait`` (:mod:`.ready`), the rule chosen by :mod:`.plan`. Other types need
-``condition=TYPE[=STATUS]``, ``json=PATH[==VALUE]`` or ``exists``, which also override a type's
-default. With ``--invert`` the wait is for deletion.
+``kubectl wait`` (:mod:`.ready`) where kubectl has a rule, else kstatus's (:mod:`.kstatus`),
+the rule chosen by :mod:`.plan`. ``condition=TYPE[=STATUS]``, ``json=PATH[==VALUE]`` or
+``exists`` override a type's default. With ``missing=ready`` an object that is not there counts
+as ready (a Job its TTL removed). With ``--invert`` the wait is for deletion.
 
 The first attempt is a single blocking GET (:mod:`.quick`: no event loop, httpx or PyYAML); it
 only ever answers "ready". The wait after it is one list and one long watch (:mod:`.reflector`),
@@ -53,7 +54,9 @@ MAX_SELECTOR = 8192
 
 
 class K8sCheck(Check[K8sOptions]):
-    OPTION_NAMES = frozenset({"selector", "condition", "json", "exists", "min", "context"})
+    OPTION_NAMES = frozenset(
+        {"selector", "condition", "json", "exists", "min", "context", "missing"}
+    )
     WATCHES = True  # an attempt ends at its budget, watching: the next one begins at once
     USAGE = (
         ("k8s:[NAMESPACE/]TYPE/NAME", "rolled out / complete / Ready, as kubectl decides"),
@@ -111,7 +114,11 @@ class K8sCheck(Check[K8sOptions]):
         context = single(pairs, "context")
         if context is not None and not context.strip():
             raise ValueError("context needs a kubeconfig context name")
+        missing = single(pairs, "missing")
+        if missing is not None and missing.strip().lower() not in ("ready", "not-ready"):
+            raise ValueError("missing must be ready or not-ready (the default), e.g. missing=ready")
         return K8sOptions(
+            missing_ready=missing is not None and missing.strip().lower() == "ready",
             selector=selector.strip() if selector else None,
             condition=condition,
             json=expectations,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from waitfor.kinds.k8s import ready
+from waitfor.kinds.k8s import kstatus, ready
 from waitfor.kinds.k8s.ready import Verdict
 from waitfor.kinds.k8s.spec import K8sOptions, Spec
 from waitfor.net.k8s.resource import Resource
@@ -43,10 +43,11 @@ class Plan:
     """List ``watched`` in ``namespace`` with ``params``; ``judge`` what that holds.
 
     ``service``: the Services resource, name and shown name of a Service that must exist before
-    its endpoints count (their list alone reads "0/1 ready endpoints" for a Service not there).
+    its endpoints count (their list alone reads "0/1 ready endpoints" for a Service not there);
+    ``no_service`` is the verdict while it is not there (ready with ``missing=ready``).
     """
 
-    __slots__ = ("judge", "namespace", "params", "service", "watched")
+    __slots__ = ("judge", "namespace", "no_service", "params", "service", "watched")
 
     def __init__(
         self,
@@ -55,9 +56,13 @@ class Plan:
         params: dict[str, str],
         judge: Judge,
         service: tuple[Resource, str, str] | None = None,
+        missing_ready: bool = False,
     ) -> None:
         self.watched, self.namespace, self.params = watched, namespace, params
         self.judge, self.service = judge, service
+        self.no_service = (
+            missing(f"service {service[2]} not found", missing_ready) if service else None
+        )
 
     @property
     def path(self) -> str:
@@ -86,8 +91,11 @@ def choose(
     default_namespace: str,
     endpoints: Resource | None = None,
 ) -> Plan | Verdict:
-    """The plan, or a fatal Verdict (no rule for this type, ``min`` where it means nothing).
+    """The plan, or a fatal Verdict (``min`` where it means nothing).
 
+    The rule: kubectl's where it has one (:mod:`.ready`), else kstatus's (:mod:`.kstatus`);
+    ``condition``, ``json`` or ``exists`` instead where given. ``missing=ready`` makes an object
+    not there (no match for a selector, a Service not there) ready, except with ``--invert``.
     ``endpoints``: the endpoints API the server serves, when :func:`waits_for_endpoints`."""
     namespace = (spec.namespace or default_namespace) if resource.namespaced else None
     shown = f"{namespace}/{spec.name}" if namespace else str(spec.name)
@@ -98,33 +106,37 @@ def choose(
     if spec.selector is not None:
         params["labelSelector"] = spec.selector
 
-    rule: Callable[[Json], Verdict] | None
+    rule: Callable[[Json], Verdict]
     if inverted or options.exists:
         rule = lambda obj: Verdict(True, "exists")  # noqa: E731
     elif options.expectation:
         rule = lambda obj: expectation(obj, options)  # noqa: E731
     else:
-        rule = ready.RULES.get((resource.group, resource.plural))
+        rule = ready.RULES.get((resource.group, resource.plural)) or kstatus.rule(
+            resource.group, resource.plural
+        )
+    missing_ready = options.missing_ready and not inverted
     if spec.name is not None and waits_for_endpoints(resource, spec, options, inverted):
         assert endpoints is not None
         watched, params, judge = endpoints_plan(endpoints, spec.name, options.min or 1)
-        return Plan(watched, namespace, params, judge, (resource, spec.name, shown))
-    if rule is None:
-        what = "these objects" if spec.selector else label
-        return Verdict(
-            False,
-            f"{resource.qualified}: no default readiness for {what}; "
-            "give #condition=TYPE, #json=PATH==VALUE or #exists",
-            fatal=True,
-        )
+        service = (resource, spec.name, shown)
+        return Plan(watched, namespace, params, judge, service, missing_ready)
     if spec.name is not None:
         if options.min is not None:
             return Verdict(False, "min applies to a Service's endpoints or to a selector", True)
-        return Plan(resource, namespace, params, single(rule, label, shown, spec.name))
+        judge = single(rule, label, shown, spec.name, missing_ready)
+        return Plan(resource, namespace, params, judge)
     if inverted:  # as kubectl wait --for=delete: until nothing matches, whatever min
         return Plan(resource, namespace, params, matching(resource.plural, spec.selector or ""))
-    judge = selection(rule, resource.plural, spec.selector or "", options.min or 1)
+    judge = selection(rule, resource.plural, spec.selector or "", options.min or 1, missing_ready)
     return Plan(resource, namespace, params, judge)
+
+
+def missing(reason: str, counts_as_ready: bool) -> Verdict:
+    """Nothing there: not ready (retried), or with ``missing=ready`` ready, and said so."""
+    if counts_as_ready:
+        return Verdict(True, f"{reason}: counts as ready (missing=ready)")
+    return Verdict(False, reason)
 
 
 def expectation(obj: Json, options: K8sOptions) -> Verdict:
@@ -146,11 +158,13 @@ def matching(plural: str, selector: str) -> Judge:
     return judge
 
 
-def single(rule: Callable[[Json], Verdict], label: str, shown: str, name: str) -> Judge:
+def single(
+    rule: Callable[[Json], Verdict], label: str, shown: str, name: str, missing_ready: bool = False
+) -> Judge:
     def judge(state: dict[str, Json]) -> Verdict:
         obj = state.get(name)
         if obj is None:
-            return Verdict(False, f"{label} {shown} not found")
+            return missing(f"{label} {shown} not found", missing_ready)
         verdict = rule(obj)
         if verdict.fatal:
             verdict.reason = f"{label} {shown} {verdict.reason}"
@@ -159,10 +173,16 @@ def single(rule: Callable[[Json], Verdict], label: str, shown: str, name: str) -
     return judge
 
 
-def selection(rule: Callable[[Json], Verdict], plural: str, selector: str, minimum: int) -> Judge:
+def selection(
+    rule: Callable[[Json], Verdict],
+    plural: str,
+    selector: str,
+    minimum: int,
+    missing_ready: bool = False,
+) -> Judge:
     def judge(state: dict[str, Json]) -> Verdict:
         if not state:
-            return Verdict(False, f"no {plural} match {selector}")
+            return missing(f"no {plural} match {selector}", missing_ready)
         verdicts = {name: rule(obj) for name, obj in sorted(state.items())}
         count = sum(1 for verdict in verdicts.values() if verdict.ready)
         shown = f"{count}/{len(state)} {plural} ready" + (

@@ -4,10 +4,11 @@ A ready ``k8s:`` target is one list request: the in-cluster token and ``ca.crt``
 kubeconfig read without PyYAML, :mod:`waitfor.net.k8s.plainyaml`), the built-in TYPE named
 without discovery (:data:`BUILT_IN`: the names kubectl's REST mapper gives these types on every
 server, since the core group and the type's own group are asked first), and the answer judged by
-the target's :class:`~waitfor.kinds.k8s.plan.Plan`. Only "ready" is ever answered; anything
-else — a custom TYPE, an exec plugin, an object not ready, an error, an answer whose ``kind`` is
-not that type's list — returns None, and the watching path (:mod:`.reflector`) starts from the
-beginning, as if this had not happened.
+the target's :class:`~waitfor.kinds.k8s.plan.Plan`. Only "ready" is ever answered (with
+``missing=ready`` also an object, or a Service, the list shows is not there, as the watching path
+says); anything else — a custom TYPE, an exec plugin, an object not ready, an error (a 404 too),
+an answer whose ``kind`` is not that type's list — returns None, and the watching path
+(:mod:`.reflector`) starts from the beginning, as if this had not happened.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome, sanitize
 from waitfor.kinds.k8s import plan as plans
+from waitfor.kinds.k8s.ready import Verdict
 from waitfor.kinds.k8s.spec import K8sOptions, Spec
 from waitfor.net.k8s import blocking
 from waitfor.net.k8s.limits import busy, retry_after
@@ -95,6 +97,8 @@ def ready_now(
         services, name, _ = chosen.service
         params = {"fieldSelector": f"metadata.name={name}"}
         listing = _list(credentials, services, services.path(chosen.namespace), params, deadline)
+        if listing == [] and chosen.no_service is not None and chosen.no_service.ready:
+            return _ready(chosen.no_service, credentials)  # missing=ready, and not there
         if not listing:
             return None  # not there (or not listable): the watching path says which
     listing = _list(credentials, chosen.watched, chosen.path, chosen.params, deadline)
@@ -104,6 +108,10 @@ def ready_now(
     verdict = chosen.judge(state)
     if not verdict.ready or verdict.fatal:
         return None
+    return _ready(verdict, credentials)
+
+
+def _ready(verdict: Verdict, credentials: Credentials) -> Outcome:
     return Outcome.up(sanitize.shown(verdict.reason, credentials.secrets))
 
 

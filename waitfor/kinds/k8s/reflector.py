@@ -233,7 +233,9 @@ class Session:
                 api = await self._fresh_api()
             listed = True
             if plan.service is not None:
-                await self._until_service_exists(api, plan)
+                absent = await self._until_service_exists(api, plan)
+                if absent is not None:  # missing=ready: not there is ready
+                    return _outcome(absent)
             self._doing = ("list", *scope)
             listing = await api.get(path, params)
             items = listing.get("items") or []
@@ -281,21 +283,23 @@ class Session:
                 note = "the API server expires every watch (410 Gone)"
                 self._report(verdict, note)
 
-    async def _until_service_exists(self, api: Api, plan: plans.Plan) -> None:
-        """Returns once the Service exists; "not found" is the verdict meanwhile.
+    async def _until_service_exists(self, api: Api, plan: plans.Plan) -> Verdict | None:
+        """Returns None once the Service exists; "not found" is the verdict meanwhile. With
+        ``missing=ready`` a Service not there is ready: that verdict is returned at once.
 
         Without the right to list Services (a Role for EndpointSlices only) this is skipped.
         """
         from waitfor.net.k8s.client import ApiError
 
         assert plan.service is not None
-        resource, name, shown = plan.service
+        assert plan.no_service is not None
+        resource, name, _ = plan.service
         if self.memory.no_service_check:
-            return
+            return None
         path = resource.path(plan.namespace)
         params = {"fieldSelector": f"metadata.name={name}"}
         loop = asyncio.get_running_loop()
-        verdict = Verdict(False, f"service {shown} not found")
+        verdict = plan.no_service
         scope = (resource.qualified, plan.namespace or "")
         while True:
             self._doing = ("list", *scope)
@@ -305,9 +309,11 @@ class Session:
                 if exc.status != 403:
                     raise
                 self.memory.no_service_check = True
-                return
+                return None
             if listing.get("items"):
-                return
+                return None
+            if verdict.ready:
+                return verdict
             self._report(verdict)
             version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             self._doing = ("watch", *scope)
@@ -315,7 +321,7 @@ class Session:
             seconds = WATCH_SECONDS * (1.0 + random.random())
             async for kind, _ in api.watch(path, {**params, "resourceVersion": version}, seconds):
                 if kind in ("ADDED", "MODIFIED"):
-                    return  # there now: its endpoints next
+                    return None  # there now: its endpoints next
             if loop.time() - began < SHORT_WATCH:  # ended by the server: list again, paced
                 self.memory.pace.failed(loop.time())
             await self._paced()

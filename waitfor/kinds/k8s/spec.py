@@ -13,6 +13,8 @@ class K8sOptions(Value):
     exists: bool = False
     min: int | None = None
     context: str | None = None
+    #: ``missing=ready``: an object that is not there counts as ready (a Job its TTL removed)
+    missing_ready: bool = False
 
     @property
     def expectation(self) -> bool:

@@ -6,7 +6,9 @@ Ping mode (the default) speaks the handshake natively (see :mod:`.wire`): no dri
 no credentials needed, and a finished exchange so the server never counts the probe against the
 host. Query mode uses PyMySQL (imported only then) over the shared connect helper's socket, and is
 ready only when the user can log in, the database exists and ``SELECT 1`` answers; with
-``table=NAME``, only once that table exists in the URL's database (migrations ran).
+``table=NAME``, only once that table exists in the URL's database (migrations ran); with
+``sql=SELECT …``, once the query's first row's first column is true, run alone in a READ ONLY
+transaction that is rolled back (:mod:`waitfor.base.sql`). Either implies query mode.
 
 Refused logins and unknown databases are retried with the server's reason: users and schemas
 often appear after the server does. A password the server wants but that was never given cannot
@@ -34,6 +36,7 @@ from waitfor.kind import (
     redaction,
     reject_unknown,
     single,
+    sql,
     unquote,
     urls,
 )
@@ -59,6 +62,7 @@ _QUERY_NAMES = {
 
 class MysqlOptions(ConversationOptions):
     table: str | None = None  # query mode: ready once this table exists in the URL's database
+    sql: str | None = None  # query mode: a SELECT whose first column must be true
 
 
 def parse_mysql_address(scheme: str, address: str) -> Address:
@@ -92,13 +96,14 @@ def parse_mysql_address(scheme: str, address: str) -> Address:
 class MysqlCheck(ConversationCheck[MysqlOptions]):
     SERVER = "MySQL"
     DEFAULT_PORT = DEFAULT_PORT
-    OPTION_NAMES = frozenset({"mode", "table"})
+    OPTION_NAMES = frozenset({"mode", "table", "sql"})
     USAGE = (
         (
             "mysql://[USER@]HOST[:PORT][/DB]",
             "alive, exactly as mysqladmin ping says (or mariadb://)",
         ),
         ("mysql://USER:PW@HOST/DB#table=NAME", "logs in, SELECT 1; the table exists (mode=query)"),
+        ("mysql://USER:PW@HOST/DB#sql=SELECT …", "the query returns true (read only)"),
     )
 
     @classmethod
@@ -108,13 +113,18 @@ class MysqlCheck(ConversationCheck[MysqlOptions]):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> MysqlOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        table = single(pairs, "table")
-        mode = choice(pairs, "mode", MODES, "query" if table else "ping")
-        if table is not None and mode != "query":
-            raise ValueError("table needs mode=query (a ping does not log in)")
+        table, query = single(pairs, "table"), single(pairs, "sql")
+        logs_in = table is not None or query is not None
+        mode = choice(pairs, "mode", MODES, "query" if logs_in else "ping")
+        if logs_in and mode != "query":
+            what = "table" if table is not None else "sql"
+            raise ValueError(f"{what} needs mode=query (a ping does not log in)")
         if table is not None and not 0 < len(table) <= 64:
             raise ValueError("table must be a name of 1 to 64 characters")
-        return MysqlOptions(mode=mode, table=table)  # TLS comes from the URL's ssl-mode
+        if query is not None:
+            query = sql.select_statement(query)
+        # TLS comes from the URL's ssl-mode
+        return MysqlOptions(mode=mode, table=table, sql=query)
 
     @property
     def params(self) -> dict[str, str]:
@@ -127,8 +137,8 @@ class MysqlCheck(ConversationCheck[MysqlOptions]):
             from waitfor.kinds.mysql import query  # PyMySQL, asyncio, ssl: only now
 
             context = query_tls(self.params)
-            table = self.options.table
-            return await query.query(self.target, self.address, table, context, deadline)
+            table, sql_query = self.options.table, self.options.sql
+            return await query.query(self.target, self.address, table, context, deadline, sql_query)
         return await super().probe(deadline)
 
     def probe_now(self, deadline: Deadline) -> Outcome | None:

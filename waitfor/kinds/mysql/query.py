@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome, ProtocolError, describe_os_error
+from waitfor.kind import Outcome, ProtocolError, describe_os_error, sql
 from waitfor.kinds.mysql.ping import default_user, parse_greeting
 from waitfor.net import aio
 
@@ -32,6 +32,9 @@ ACCESS_DENIED = (1045, 1698)  # ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASS
 CLEARTEXT_PLUGINS = frozenset({b"mysql_clear_password", b"dialog"})
 #: what PyMySQL raises on packets it cannot parse: a peer's doing, so "not ready", not a crash
 MALFORMED = (IndexError, struct.error, ValueError, AssertionError)
+#: errors of a ``sql=`` query that no retry can mend: it writes in the READ ONLY transaction
+#: (ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION), it is no valid SQL (ER_PARSE_ERROR)
+QUERY_IS_WRONG = frozenset({1792, 1064})
 
 
 class CleartextRefused(Exception):
@@ -44,8 +47,10 @@ async def query(
     table: str | None,
     context: ssl.SSLContext | None,
     deadline: Deadline,
+    query: str | None = None,
 ) -> Outcome:
-    """Log in and run SELECT 1 (and look for ``table``); see :mod:`waitfor.kinds.mysql.check`.
+    """Log in and run SELECT 1 (and look for ``table``, run ``query``); see
+    :mod:`waitfor.kinds.mysql.check`.
 
     ``context``: TLS for ssl-mode REQUIRED and stricter; None lets PyMySQL do PREFERRED/DISABLED.
     """
@@ -59,7 +64,7 @@ async def query(
     handle = sock.dup()
     try:
         return await _in_daemon_thread(
-            lambda: _login_and_query(target, address, table, sock, context)
+            lambda: _login_and_query(target, address, table, sock, context, query)
         )
     except asyncio.CancelledError:
         with contextlib.suppress(OSError):  # the blocked driver fails now, not at its timeout
@@ -75,6 +80,7 @@ def _login_and_query(
     table: str | None,
     sock: socket.socket,
     context: ssl.SSLContext | None,
+    query: str | None = None,
 ) -> Outcome:
     import pymysql  # only query-mode targets pay for the driver
     from pymysql import _auth
@@ -119,19 +125,28 @@ def _login_and_query(
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-            if table is None:
-                return Outcome.up("SELECT 1 succeeded")
-            cursor.execute(
-                "SELECT 1 FROM information_schema.TABLES"
-                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
-                (table,),
-            )
-            if cursor.fetchone() is None:
-                return Outcome.down(
-                    f"table {table!r} does not exist yet in database {params['database']!r}"
+            said = []  # what ready rests on
+            if table is not None:
+                cursor.execute(
+                    "SELECT 1 FROM information_schema.TABLES"
+                    " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+                    (table,),
                 )
-            return Outcome.up(f"table {table!r} exists")
+                if cursor.fetchone() is None:
+                    return Outcome.down(
+                        f"table {table!r} does not exist yet in database {params['database']!r}"
+                    )
+                said.append(f"table {table!r} exists")
+            if query is not None:
+                outcome = _read_only_query(connection, cursor, query, timeout)
+                if not outcome.ready:
+                    return outcome
+                said.append(outcome.reason)
+            return Outcome.up(", ".join(said) or "SELECT 1 succeeded")
     except pymysql.err.MySQLError as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+        if query is not None and code in QUERY_IS_WRONG:
+            return Outcome.fatal(f"the query cannot succeed: {_message(exc)}")
         return Outcome.down(f"query failed: {_message(exc)}")
     except OSError as exc:
         return Outcome.down(_os_reason(exc))
@@ -139,6 +154,32 @@ def _login_and_query(
         return Outcome.down("not a MySQL server (malformed answer to SELECT 1)")
     finally:
         connection.close()  # COM_QUIT: a clean goodbye, not an aborted client
+
+
+def _read_only_query(
+    connection: Connection[Any], cursor: Any, query: str, budget: float
+) -> Outcome:
+    """``query`` alone (PyMySQL asks for no multi-statements: a second is a syntax error) in a
+    READ ONLY transaction that is rolled back, bounded on the server's side too."""
+    from pymysql.constants import CLIENT
+
+    assert not connection.client_flag & CLIENT.MULTI_STATEMENTS
+    version = str(getattr(connection, "server_version", "") or "")  # set by the handshake
+    bound = (  # MariaDB's in seconds, MySQL's in milliseconds (SELECTs only)
+        f"SET SESSION max_statement_time = {max(budget, 0.001):.3f}"
+        if "MariaDB" in version
+        else f"SET SESSION max_execution_time = {max(int(budget * 1000), 1)}"
+    )
+    with contextlib.suppress(Exception):  # an older server without either: the socket's timeout
+        cursor.execute(bound)
+    cursor.execute("START TRANSACTION READ ONLY")
+    try:
+        cursor.execute(query)  # no arguments: its '%' are its own
+        row = cursor.fetchone() if cursor.description else None
+    finally:
+        with contextlib.suppress(Exception):
+            cursor.execute("ROLLBACK")
+    return sql.verdict(row)
 
 
 @functools.cache

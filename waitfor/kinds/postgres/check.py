@@ -4,7 +4,11 @@ Ping mode (the default) speaks the protocol's start-up natively (see :mod:`.ping
 credentials and imports no driver, so it costs about what a TCP check costs. Query mode uses
 psycopg, imported only when a query-mode target is used, and is ready only when the database
 exists, the credentials work and ``SELECT 1`` answers; with ``primary``, only on a server that
-accepts writes (not a standby, not in recovery, not ``default_transaction_read_only``).
+accepts writes (not a standby, not in recovery, not ``default_transaction_read_only``); with
+``table=[SCHEMA.]NAME``, once that table (or view) exists, in SCHEMA or else in the search path
+(information_schema.tables, as MySQL's ``table=``); with ``sql=SELECT …``, once the query's first
+row's first column is true, run as one statement in a READ ONLY transaction that is rolled back
+(:mod:`waitfor.base.sql`). Either implies query mode.
 
 Authentication failures in query mode are retried and reported as such: roles and passwords
 often appear after the server does (init scripts, secret sync). A password the server asks for
@@ -28,6 +32,8 @@ from waitfor.kind import (
     flag,
     redaction,
     reject_unknown,
+    single,
+    sql,
     urls,
 )
 from waitfor.kinds.postgres import conninfo
@@ -44,15 +50,22 @@ if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg:
 
 MODES = ("ping", "query")
 AUTHENTICATION_FAILED = frozenset({"28P01", "28000"})  # invalid password; authorization spec
+#: SQLSTATEs of a ``sql=`` query that no retry can mend: it is no valid SQL (42601), or it
+#: would change the transaction (class 25: it writes, 25006; it sets read-write mode, 25001)
+QUERY_IS_WRONG = frozenset({"42601"})
+QUERY_IS_WRONG_CLASS = "25"
+MAX_NAME = 63  # NAMEDATALEN - 1: longer names are truncated by the server
 
 
 class PostgresOptions(Value):
     mode: str = "ping"
     primary: bool = False  # query mode: not ready on a read-only server (standby, recovery)
+    table: tuple[str, str] | None = None  # (schema or "" for the search path, name)
+    sql: str | None = None  # a SELECT whose first column must be true
 
 
 class PostgresCheck(Check[PostgresOptions]):
-    OPTION_NAMES = frozenset({"mode", "primary"})
+    OPTION_NAMES = frozenset({"mode", "primary", "table", "sql"})
     USAGE = (
         (
             "postgresql://[USER@]HOST[:PORT]/DB",
@@ -61,6 +74,10 @@ class PostgresCheck(Check[PostgresOptions]):
         (
             "postgresql://USER@HOST/DB#mode=query&primary",
             "logs in, SELECT 1, on a writable primary",
+        ),
+        (
+            "postgresql://USER@HOST/DB#table=[SCHEMA.]NAME&sql=SELECT …",
+            "the table exists; the query returns true (read only)",
         ),
         ("host=db port=5432 dbname=app", "a libpq keyword DSN (libpq's PG* variables apply)"),
     )
@@ -98,11 +115,19 @@ class PostgresCheck(Check[PostgresOptions]):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> PostgresOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        mode = choice(pairs, "mode", MODES, "ping")
+        table, query = single(pairs, "table"), single(pairs, "sql")
+        logs_in = table is not None or query is not None
+        mode = choice(pairs, "mode", MODES, "query" if logs_in else "ping")
         primary = flag(pairs, "primary")
-        if primary and mode != "query":
-            raise ValueError("primary needs mode=query (a ping does not log in)")
-        return PostgresOptions(mode=mode, primary=primary)
+        if (primary or logs_in) and mode != "query":
+            what = "primary" if primary else "table" if table is not None else "sql"
+            raise ValueError(f"{what} needs mode=query (a ping does not log in)")
+        return PostgresOptions(
+            mode=mode,
+            primary=primary,
+            table=None if table is None else table_name(table),
+            sql=None if query is None else sql.select_statement(query),
+        )
 
     @property
     def params(self) -> dict[str, str]:
@@ -161,11 +186,41 @@ class PostgresCheck(Check[PostgresOptions]):
         try:
             async with connection:
                 await (await connection.execute("SELECT 1")).fetchone()
+                said = []  # what ready rests on
                 if self.options.primary:
-                    return await _primary_state(connection)
-                return Outcome.up("SELECT 1 succeeded")
+                    outcome = await _primary_state(connection)
+                    if not outcome.ready:
+                        return outcome
+                    said.append(outcome.reason)
+                if self.options.table is not None:
+                    outcome = await _table_state(connection, *self.options.table, self.params)
+                    if not outcome.ready:
+                        return outcome
+                    said.append(outcome.reason)
+                if self.options.sql is not None:
+                    outcome = await _read_only_query(connection, self.options.sql, budget)
+                    if not outcome.ready:
+                        return outcome
+                    said.append(outcome.reason)
+                return Outcome.up(", ".join(said) or "SELECT 1 succeeded")
         except psycopg.Error as exc:
-            return Outcome.down(f"query failed: {_first_line(exc)}")
+            state = exc.sqlstate or ""
+            wrong = state in QUERY_IS_WRONG or state.startswith(QUERY_IS_WRONG_CLASS)
+            if self.options.sql is not None and wrong:
+                return Outcome.fatal(f"the query cannot succeed: {_server_error(exc)}")
+            return Outcome.down(f"query failed: {_server_error(exc)}")
+
+
+def table_name(text: str) -> tuple[str, str]:
+    """``[SCHEMA.]NAME`` as (schema, name): names as stored (no quoting, no case folding); no
+    schema is ``""``, the search path."""
+    schema, dot, name = text.partition(".")
+    if not dot:
+        schema, name = "", text
+    parts = (schema, name) if dot else (name,)
+    if any(not 0 < len(part.encode()) <= MAX_NAME or "\0" in part for part in parts):
+        raise ValueError(f"table must be [SCHEMA.]NAME, each 1 to {MAX_NAME} bytes, not {text!r}")
+    return schema, name
 
 
 def _system_roots(params: dict[str, str]) -> dict[str, str]:
@@ -225,6 +280,43 @@ async def _with_addresses(params: dict[str, str]) -> dict[str, str]:
     }
 
 
+async def _table_state(
+    connection: psycopg.AsyncConnection[tuple[object, ...]],
+    schema: str,
+    name: str,
+    params: dict[str, str],
+) -> Outcome:
+    """Whether the table exists (for this user: information_schema lists what it may use)."""
+    cursor = await connection.execute(
+        "SELECT 1 FROM information_schema.tables WHERE table_name = %(name)s AND"
+        " (table_schema = %(schema)s"
+        " OR (%(schema)s = '' AND table_schema = ANY (current_schemas(false))))",
+        {"schema": schema, "name": name},
+    )
+    shown = f"{schema}.{name}" if schema else name
+    if await cursor.fetchone() is None:
+        database = params.get("dbname") or params.get("user") or ""
+        return Outcome.down(f"table {shown!r} does not exist yet in database {database!r}")
+    return Outcome.up(f"table {shown!r} exists")
+
+
+async def _read_only_query(
+    connection: psycopg.AsyncConnection[tuple[object, ...]], query: str, budget: float
+) -> Outcome:
+    """``query`` as one prepared statement (a second is refused by the server) in a READ ONLY
+    transaction that is rolled back, bounded by the attempt's budget on the server's side too."""
+    await connection.execute("BEGIN READ ONLY")
+    try:
+        milliseconds = str(max(int(budget * 1000), 1))
+        timeout = "SELECT set_config('statement_timeout', %s, true)"  # for this transaction
+        await connection.execute(timeout, (milliseconds,))
+        cursor = await connection.execute(query, prepare=True)
+        row = await cursor.fetchone() if cursor.description else None
+    finally:
+        await connection.execute("ROLLBACK")
+    return sql.verdict(row)
+
+
 async def _primary_state(connection: psycopg.AsyncConnection[tuple[object, ...]]) -> Outcome:
     cursor = await connection.execute(
         "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'"
@@ -250,6 +342,15 @@ def _connect_failure(exc: login.LoginFailed) -> Outcome:
     if exc.sqlstate in AUTHENTICATION_FAILED:  # retried: roles and passwords come late
         return Outcome.down(f"authentication failed: {message}")
     return Outcome.down(message)
+
+
+def _server_error(exc: psycopg.Error) -> str:
+    """The server's message and SQLSTATE (``relation "x" does not exist (42P01)``), without
+    the query line, caret and source location that verbose errors add."""
+    message = exc.diag.message_primary
+    if not message:
+        return _first_line(exc)
+    return f"{message} ({exc.sqlstate})" if exc.sqlstate else message
 
 
 def _first_line(exc: Exception) -> str:

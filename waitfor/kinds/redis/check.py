@@ -13,6 +13,8 @@
   mode, or with ``key``/``role``, which must log in, it is a configuration error (exit 2).
 - ``mode=query``: must log in (AUTH accepted, PING answered), and SELECT the URL's database.
 - ``key=NAME``: ready once the key exists (EXISTS) in the URL's database.
+- ``key=NAME&value=RE2``: and its value (a string; the first 64 KiB, GETRANGE) matches the RE2
+  regex. The value is never quoted: it may be a token; the reason names the pattern only.
 - ``role=master``: ready only on a primary (``INFO replication`` says ``role:master``).
 
 The protocol itself (RESP) and the conversation live in :mod:`.wire`, imported when a probe runs.
@@ -27,6 +29,7 @@ from waitfor.kind import (
     ConversationCheck,
     ConversationOptions,
     OptionPairs,
+    Outcome,
     host_port,
     redaction,
     single,
@@ -35,6 +38,7 @@ from waitfor.kind import (
 from waitfor.net import tls
 
 if TYPE_CHECKING:
+    from waitfor.kind import Deadline, Pattern
     from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 6379
@@ -45,6 +49,7 @@ ROLES = ("master",)
 class RedisOptions(ConversationOptions):
     key: str | None = None
     role: str | None = None
+    value: Pattern | None = None  # the key's value must match
 
     @property
     def logs_in(self) -> bool:
@@ -56,13 +61,14 @@ class RedisCheck(ConversationCheck[RedisOptions]):
     DEFAULT_PORT = DEFAULT_PORT
     TLS_SCHEME, TLS_PORT = "rediss", DEFAULT_PORT
     MODES = MODES
-    OPTION_NAMES = frozenset({"mode", "key", "role"}) | tls.OPTION_NAMES
+    OPTION_NAMES = frozenset({"mode", "key", "role", "value"}) | tls.OPTION_NAMES
     #: options named like secrets whose values are names: shown as written (redaction.options)
     PLAIN_OPTIONS: ClassVar[frozenset[str]] = frozenset({"key"}) | tls.PLAIN_OPTIONS
     TLS_KEY_OPTION = None  # key=NAME is a Redis key: the client key is client-key=FILE
     USAGE = (
         ("redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]", "PONG, as redis-cli ping (rediss:// TLS)"),
         ("redis://HOST#key=NAME&role=master", "logged in, the key exists, on a master"),
+        ("redis://HOST#key=NAME&value=RE2", "the key's value (first 64 KiB) matches"),
     )
 
     @classmethod
@@ -93,9 +99,23 @@ class RedisCheck(ConversationCheck[RedisOptions]):
         role = single(pairs, "role")
         if role is not None and role.lower() not in ROLES:
             raise ValueError(f"role must be master, not {role!r}")
-        return RedisOptions(common.mode, common.tls, key, role.lower() if role else None)
+        value = single(pairs, "value")
+        pattern = None
+        if value is not None:
+            if key is None:
+                raise ValueError("value needs the key it is the value of: #key=NAME&value=RE2")
+            from waitfor.kind import compile_pattern
 
-    def conversation(self) -> Conversation:
+            try:
+                pattern = compile_pattern(value)
+            except ValueError as exc:
+                raise ValueError(f"value {exc}") from None
+        role = role.lower() if role else None
+        return RedisOptions(common.mode, common.tls, key, role, pattern)
+
+    def conversation(self, value: list[bytes] | None = None) -> Conversation:
+        """``value``: where the key's value is put, for the ``value=`` pattern to be matched
+        after the conversation (a search may take long: not on the event loop)."""
         from waitfor.kinds.redis import wire  # the protocol only when probing
 
         options = self.options
@@ -105,4 +125,34 @@ class RedisCheck(ConversationCheck[RedisOptions]):
             logs_in=options.logs_in,
             role=options.role,
             key=options.key,
+            value=value,
         )
+
+    async def probe(self, deadline: Deadline) -> Outcome:
+        pattern = self.options.value
+        if pattern is None:
+            return await super().probe(deadline)
+        value: list[bytes] = []
+        outcome = await self.probe_at(self.address, self.conversation(value), deadline)
+        if not outcome.ready or not value:
+            return outcome
+        return self.judged(outcome, await pattern.search(value[0]))
+
+    def probe_now(self, deadline: Deadline) -> Outcome | None:
+        pattern = self.options.value
+        if pattern is None:
+            return super().probe_now(deadline)
+        value: list[bytes] = []
+        outcome = self.probe_now_at(self.address, deadline, self.conversation(value))
+        if outcome is None or not outcome.ready or not value:
+            return outcome
+        judged = self.judged(outcome, pattern.search_now(value[0]))
+        return judged if judged.ready else None
+
+    def judged(self, outcome: Outcome, matches: bool) -> Outcome:
+        """The conversation's ready outcome, and whether the value matched."""
+        assert self.options.value is not None
+        said = f"its value matches {self.options.value.pattern!r}"
+        if matches:
+            return Outcome.up(f"{outcome.reason}, {said}")
+        return Outcome.down(f"{outcome.reason}, but {said.replace('matches', 'does not match')}")

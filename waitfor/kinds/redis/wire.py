@@ -26,6 +26,8 @@ MAX_LINE = 64 * 1024  # a simple string or error; INFO replication is a bulk of 
 MAX_BULK = 1024 * 1024
 MAX_ITEMS = 1024
 MAX_DEPTH = 8  # nested arrays; each level is a generator frame
+#: a ``value=`` pattern is matched against this much of the key's value
+VALUE_BYTES = 64 * 1024
 
 Reply = str | int | bytes | None | list["Reply"]
 
@@ -39,10 +41,17 @@ class RedisError(Exception):
 
 
 def converse(
-    params: dict[str, str], scheme: str, *, logs_in: bool, role: str | None, key: str | None
+    params: dict[str, str],
+    scheme: str,
+    *,
+    logs_in: bool,
+    role: str | None,
+    key: str | None,
+    value: list[bytes] | None = None,
 ) -> Conversation:
     """The exchange: AUTH when there is a password, PING, and, logged in, the role and the key
-    asked for (``logs_in``: a query, or a role or key to check)."""
+    asked for (``logs_in``: a query, or a role or key to check); ``value`` receives the first
+    VALUE_BYTES of the key's value (a string), for its pattern to be matched by the caller."""
     refused = None
     if params["password"]:
         login = [params["user"], params["password"]] if params["user"] else [params["password"]]
@@ -88,6 +97,16 @@ def converse(
             return Outcome.down(f"EXISTS: {exists}")
         if exists != 1:
             return Outcome.down(f"key {key!r} does not exist yet")
+        if value is not None:
+            # GETRANGE, not GET: a value of any size costs VALUE_BYTES at most
+            head = yield from call("GETRANGE", key, "0", str(VALUE_BYTES - 1))
+            if isinstance(head, RedisError) and head.code == "WRONGTYPE":
+                return Outcome.down(f"key {key!r} holds no string value (WRONGTYPE)")
+            if isinstance(head, RedisError):
+                return Outcome.down(f"GETRANGE: {head}")
+            if not isinstance(head, bytes):
+                return Outcome.down("unexpected answer to GETRANGE (not a string)")
+            value.append(head)
         return Outcome.up(", ".join([*checked, f"key {key!r} exists"]))
     # "logged in" only when AUTH was sent: without a password it is the default user's PING
     said = "logged in, PONG" if params["password"] else "PONG"
