@@ -264,6 +264,28 @@ def _unix(s: Servers) -> list[str]:
     return ["unix:///run/app/app.sock", "http+unix://%2Frun%2Fapp%2Fapp.sock/healthz#status=200"]
 
 
+def _docker(s: Servers) -> list[str]:
+    """Podman's API service, its socket mounted where rootful Podman's is (/run/podman), and
+    real containers: running, exited 0, one that printed a line, one that prints one later."""
+    from tests.support import engine
+
+    sock = s.stack.enter_context(engine.api_service("podman.sock"))
+    made = s.stack.enter_context(engine.containers(engine.base_image()))
+    running = made.run("running", "sh", "-c", "echo hello; exec sleep infinity")
+    done = made.run("done", "true")
+    # its second line comes after an attempt read the first: the next reads on from there
+    later = made.run("later", "sh", "-c", "echo first; sleep 3; echo second; exec sleep infinity")
+    Path(sock).parent.chmod(0o755)
+    Path(sock).chmod(0o777)  # connecting takes write permission; the container runs as 65532
+    s.volumes.append(f"--volume={Path(sock).parent}:/run/podman:ro")
+    return [
+        f"docker:{running}",
+        f"container:{done}#exited=0",
+        f"docker:{running}#log=^hello$",
+        f"docker:{later}#log=^second$",
+    ]
+
+
 def _kafka(s: Servers) -> list[str]:
     """librdkafka's mock cluster (the stand-in for Kafka); kafka+ssl through a TLS terminator."""
     from tests.support.kafkamock import mock_cluster
@@ -321,6 +343,7 @@ ROWS: dict[str, Row] = {
     ),
     "kafka": Row(("kafka", "kafka+ssl"), _kafka),
     "mongodb": Row(("mongodb",), _mongodb),
+    "docker": Row(("docker", "container"), _docker),
 }
 
 
