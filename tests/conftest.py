@@ -33,6 +33,7 @@ FIXTURE_MARKS = {
     "image": ("image", "root"),  # tests/image/conftest.py: the podman image
     "lab_binaries": ("k8s",),  # tests/kinds/k8s/conftest.py: the lab's binaries and planes
     "netns": ("netns", "root"),  # a network namespace of the test's own
+    "podman_engine": ("image", "root"),  # tests/kinds/docker: Podman's API service, containers
 }
 
 

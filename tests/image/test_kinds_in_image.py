@@ -35,6 +35,7 @@ from tests.support.podman import podman
 from tests.support.ports import free_port
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import Script, http_server, unix_http_server
+from tests.support.tinyproxy import Tinyproxy, tinyproxy
 from waitfor.core.registry import KINDS
 
 CA_IN_IMAGE = "/run/test-ca.crt"
@@ -119,6 +120,10 @@ class Servers:
         url, _ = self.stack.enter_context(http_server(Script(status=200), tls=context))
         return str(url)
 
+    def proxy(self) -> Tinyproxy:
+        """Debian's tinyproxy with credentials, on the host's loopback (host networking)."""
+        return self.stack.enter_context(tinyproxy(self.tmp_path / "proxy", "img", "proxy-pw"))
+
     def dns(self) -> DnsServer:
         server: DnsServer = self.fixture("dns_server")
         server.add_host("db.example.test", "10.0.0.1")
@@ -178,7 +183,14 @@ def _redis(s: Servers) -> list[str]:
 def _http(s: Servers) -> list[str]:
     plain, tls = s.http(), s.http(tls=True)
     tls = tls.replace("127.0.0.1", "localhost")
-    return [f"{plain}/", f"{tls}/#cacert={CA_IN_IMAGE}", f"{tls}/health#insecure"]
+    proxy = s.proxy().url  # through it: absolute-form http, CONNECT for https (httpcore's)
+    return [
+        f"{plain}/",
+        f"{tls}/#cacert={CA_IN_IMAGE}",
+        f"{tls}/health#insecure",
+        f"{plain}/proxied#proxy={proxy}",
+        f"{tls}/proxied#cacert={CA_IN_IMAGE}&proxy={proxy}",
+    ]
 
 
 def _dns(s: Servers) -> list[str]:
@@ -252,6 +264,28 @@ def _unix(s: Servers) -> list[str]:
     return ["unix:///run/app/app.sock", "http+unix://%2Frun%2Fapp%2Fapp.sock/healthz#status=200"]
 
 
+def _docker(s: Servers) -> list[str]:
+    """Podman's API service, its socket mounted where rootful Podman's is (/run/podman), and
+    real containers: running, exited 0, one that printed a line, one that prints one later."""
+    from tests.support import engine
+
+    sock = s.stack.enter_context(engine.api_service("podman.sock"))
+    made = s.stack.enter_context(engine.containers(engine.base_image()))
+    running = made.run("running", "sh", "-c", "echo hello; exec sleep infinity")
+    done = made.run("done", "true")
+    # its second line comes after an attempt read the first: the next reads on from there
+    later = made.run("later", "sh", "-c", "echo first; sleep 3; echo second; exec sleep infinity")
+    Path(sock).parent.chmod(0o755)
+    Path(sock).chmod(0o777)  # connecting takes write permission; the container runs as 65532
+    s.volumes.append(f"--volume={Path(sock).parent}:/run/podman:ro")
+    return [
+        f"docker:{running}",
+        f"container:{done}#exited=0",
+        f"docker:{running}#log=^hello$",
+        f"docker:{later}#log=^second$",
+    ]
+
+
 def _kafka(s: Servers) -> list[str]:
     """librdkafka's mock cluster (the stand-in for Kafka); kafka+ssl through a TLS terminator."""
     from tests.support.kafkamock import mock_cluster
@@ -309,6 +343,7 @@ ROWS: dict[str, Row] = {
     ),
     "kafka": Row(("kafka", "kafka+ssl"), _kafka),
     "mongodb": Row(("mongodb",), _mongodb),
+    "docker": Row(("docker", "container"), _docker),
 }
 
 

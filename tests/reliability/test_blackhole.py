@@ -46,7 +46,8 @@ OVERSHOOT: dict[str, tuple[float, float]] = {}  # kind -> (past the deadline, pr
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[Hosts]:
     with two_hosts() as made:
-        for port in (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222, 50051, 9092, 27017):
+        ports = (5432, 8080, 5433, 3306, 6379, 11211, 5672, 1883, 4222, 50051, 9092, 27017, 2375)
+        for port in ports:
             drop(made, "tcp", port)
         drop(made, "udp", 53)
         reject_with_reset(made, 6000)
@@ -59,8 +60,10 @@ def hosts() -> Iterator[Hosts]:
         print("\n--timeout 2 against a blackhole: " + ", ".join(figures))
 
 
-def run_waitfor(hosts: Hosts, *args: str) -> tuple[int, float, list[dict[str, object]]]:
-    command = hosts.in_client(sys.executable, "-m", "waitfor", "-o", "json", *args)
+def run_waitfor(
+    hosts: Hosts, *args: str, env: tuple[str, ...] = ()
+) -> tuple[int, float, list[dict[str, object]]]:
+    command = hosts.in_client("env", *env, sys.executable, "-m", "waitfor", "-o", "json", *args)
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, timeout=30)
     elapsed = time.monotonic() - started
@@ -85,6 +88,18 @@ def test_silent_dependency_times_out_on_time(hosts: Hosts, kind: str) -> None:
     assert 2.0 <= waited <= 2.3, f"{kind} waited {waited:.3f}s"
     assert wall < 4.0  # plus the interpreter's start-up and imports on a busy machine
     assert str(summary["reason"]).startswith("timed out"), summary["reason"]
+
+
+def test_a_silent_docker_engine_times_out_on_time(hosts: Hosts) -> None:
+    """docker: reaches its engine at DOCKER_HOST=tcp://, both its quick and its runner's path."""
+    engine = (f"DOCKER_HOST=tcp://{SERVER_ADDRESS}:2375",)
+    code, wall, records = run_waitfor(hosts, "--timeout", "2", "docker:db", env=engine)
+    assert code == 124
+    waited = started_waiting(records)
+    OVERSHOOT["docker"] = (waited - 2.0, wall)
+    assert 2.0 <= waited <= 2.3, f"docker waited {waited:.3f}s"
+    assert wall < 4.0
+    assert str(records[-1]["reason"]).startswith("timed out"), records[-1]["reason"]
 
 
 def test_each_attempt_times_out_with_that_reason(hosts: Hosts) -> None:

@@ -248,6 +248,8 @@ schemes = st.sampled_from(
         "file://",
         "file:",
         "exec:",  # no shell runs these words: a fuzzer must never script a shell
+        "docker:",
+        "container:",
         "ftp://",
         "",
     ]

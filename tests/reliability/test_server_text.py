@@ -350,6 +350,7 @@ KIND_SECRETS: dict[str, str | None] = {
     "file": None,
     "exec": "exec:true --password={secret}",
     "k8s": None,  # credentials come from the kubeconfig or service account, never the target
+    "docker": None,  # a container's name; the engine is a local socket, no credentials
 }
 SECRET = "Pa/ss9@x"
 

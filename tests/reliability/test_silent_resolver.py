@@ -96,6 +96,23 @@ def test_the_deadline_holds_and_names_the_nameserver(
     assert ended - deadline < 2.0
 
 
+def test_a_docker_engine_by_name(nameserver: SilentNameserver) -> None:
+    """docker: names its engine in DOCKER_HOST=tcp://NAME, not in the target."""
+    command = nameserver.run(
+        "env", "DOCKER_HOST=tcp://db.example:2375", sys.executable, "-m", "waitfor", "-o", "json"
+    )
+    result = subprocess.run(
+        [*command, "-t", "1", "docker:db"], capture_output=True, text=True, timeout=60
+    )
+    ended = time.time()
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    assert result.returncode == 124, result.stderr
+    deadline = datetime.fromisoformat(records[0]["time"]).timestamp() + 1.0
+    OVERSHOOT["docker"] = ended - deadline
+    assert re.search(no_answer(nameserver), records[-2]["reason"]), records[-2]
+    assert ended - deadline < 2.0
+
+
 def test_every_attempt_says_what_it_waited_for(nameserver: SilentNameserver) -> None:
     command = nameserver.run(
         sys.executable, "-m", "waitfor", "-o", "json", "-t", "2", "--attempt-timeout", "0.4"

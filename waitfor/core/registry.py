@@ -61,6 +61,7 @@ BUILTIN: tuple[Kind, ...] = (
     Kind("file", ("file",), "waitfor.kinds.file:FileCheck"),
     Kind("exec", ("exec",), "waitfor.kinds.exec.check:ExecCheck"),
     Kind("k8s", ("k8s",), "waitfor.kinds.k8s.check:K8sCheck"),
+    Kind("docker", ("docker", "container"), "waitfor.kinds.docker.check:DockerCheck"),
 )
 
 #: scheme -> kind, for every built-in scheme

@@ -262,9 +262,22 @@ def ensure_crd(plane: ControlPlane) -> None:
     plane.wait_condition(path, "Established")
 
 
+def remove_crd(plane: ControlPlane) -> None:
+    """The Certificate CRD gone, and its group no longer served (another test file on this
+    worker's lab may have installed it)."""
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD['metadata']['name']}"
+    plane.api.call("DELETE", path)
+    deadline = time.monotonic() + 60
+    group = f"/apis/{CRD['spec']['group']}"
+    while plane.api.call("GET", path).status != 404 or plane.api.call("GET", group).status != 404:
+        assert time.monotonic() < deadline, "the Certificate CRD is still served"
+        time.sleep(0.2)
+
+
 def test_custom_resource_condition_with_unknown_type_first(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
+    remove_crd(control_plane)
     code, out = run(env, "-t", "1", "k8s:certificates.example.com/web#condition=Ready")
     assert code == 124, out
     assert "unknown type 'certificates.example.com'" in out
