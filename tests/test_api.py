@@ -24,8 +24,8 @@ from waitfor import (
     wait_for,
     wait_for_async,
 )
+from waitfor.base.backoff import MIN_DELAY, Backoff
 from waitfor.cli.report import Reporter
-from waitfor.core.backoff import MIN_DELAY, Backoff
 
 
 def test_sync_and_async_forms() -> None:

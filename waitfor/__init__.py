@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from waitfor.api import wait_for, wait_for_async
+    from waitfor.base.backoff import Backoff
     from waitfor.cli.report import Reporter
-    from waitfor.core.backoff import Backoff
     from waitfor.core.events import Event, EventHandler, EventType, TargetResult
     from waitfor.core.registry import KindError
     from waitfor.core.targets import Target, parse_target
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "Address": "waitfor.kind",
-    "Backoff": "waitfor.core.backoff",
+    "Backoff": "waitfor.base.backoff",
     "Check": "waitfor.kind",
     "CheckFailed": "waitfor.errors",
     "Deadline": "waitfor.kind",

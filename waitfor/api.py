@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from waitfor.core.backoff import MIN_DELAY, Backoff
+from waitfor.base.backoff import MIN_DELAY, Backoff
 from waitfor.core.durations import MAX_SECONDS, parse_duration
 from waitfor.core.events import Event, EventHandler, TargetResult
 from waitfor.core.targets import Target, parse_target
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import logging
 
     from waitfor.cli.report import Reporter
+    from waitfor.core.check import Check
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
@@ -89,6 +90,8 @@ class Wait:
         #: when each target's synchronous attempt began (seconds after ``started``): an attempt
         #: left without an answer is continued by the runner's first, and counted as one
         self.quick: list[float] = []
+        #: the checks those attempts asked: the runner goes on with them (what they learnt stays)
+        self.quick_checks: list[Check[Any]] = []
 
     def ready_now(self) -> list[TargetResult] | None:
         """Every target's result if a first, synchronous attempt finds them all ready, else None.
@@ -108,7 +111,12 @@ class Wait:
             return None  # the first attempt comes later, on the event loop
         budget = min(self.attempt_timeout, self.timeout or self.attempt_timeout)
         results = quickstart.all_ready_now(
-            self.targets, started=started, budget=budget, emit=self._emit, began_at=self.quick
+            self.targets,
+            started=started,
+            budget=budget,
+            emit=self._emit,
+            began_at=self.quick,
+            made=self.quick_checks,
         )
         if results is not None and self.reporter is not None:
             self.reporter.finish(results)
@@ -133,6 +141,7 @@ class Wait:
                 # (importing asyncio) count against the deadline
                 spent=time.monotonic() - started,
                 first_began=self.quick,
+                first_checks=self.quick_checks,
                 once=self.once,
                 stable=self.stable,
                 any_ready=self.any_ready,

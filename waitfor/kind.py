@@ -50,12 +50,12 @@ What a kind provides (everything but ``probe`` has a working default)::
             ...
 
 ``Address(host, port, display, secrets, params)``: ``display`` is built from the parsed parts with
-secrets left out (``mysql://root:***@db:3306/app``; ``waitfor.base.redaction.userinfo`` / ``query``
-help), ``secrets`` lists the credential values, ``params`` are kind-specific parts the probe reads
-back via ``target.param(key)``. ``parse_address`` and ``parse_options`` raise ValueError with a
-one-line message for bad input that quotes nothing secret (shown after the target's safe form,
-exit 2). ``show_unparsed`` and ``split_bare`` (scheme-less targets, libpq's ``host=db``) are for
-kinds with unusual addresses.
+secrets left out (``mysql://root:***@db:3306/app``: ``urls.shown`` builds it; ``redaction``'s
+``userinfo`` / ``query`` are its parts), ``secrets`` lists the credential values, ``params`` are
+kind-specific parts the probe reads back via ``target.param(key)``. ``parse_address`` and
+``parse_options`` raise ValueError with a one-line message for bad input that quotes nothing
+secret (shown after the target's safe form, exit 2). ``show_unparsed`` and ``split_bare``
+(scheme-less targets, libpq's ``host=db``) are for kinds with unusual addresses.
 
 A check is built once per target and probed repeatedly by the runner. ``probe`` must be idempotent
 and side-effect free, must translate the foreign exceptions it expects into an :class:`Outcome`
@@ -74,9 +74,10 @@ Also here, for kinds: the conversation template (:class:`ConversationCheck`, its
 :data:`MASK`, :func:`is_secret_name`, and the modules ``urls``, ``redaction``, ``sanitize``),
 RE2 patterns (:class:`Pattern`, :func:`compile_pattern`), JSON expectations
 (:class:`JsonExpectation`, the module ``jsonexpect``), SQL expectations (the module ``sql``:
-which ``#sql=`` queries are taken, what their answer means), and :class:`KindError` (what a
-third-party kind that cannot be loaded is reported as). Those a cold start does not need are
-imported on first use.
+which ``#sql=`` queries are taken, what their answer means), :class:`KindError` (what a
+third-party kind that cannot be loaded is reported as), and :class:`Backoff` (the runner's
+capped exponential delays, for a kind that paces requests of its own between attempts). Those a
+cold start does not need are imported on first use.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waitfor.base import redaction, sanitize, urls
+from waitfor.base.backoff import Backoff
 from waitfor.base.deadline import Deadline
 from waitfor.base.options import OptionPairs, Options, choice, flag, reject_unknown, single
 from waitfor.base.outcome import Outcome
@@ -121,6 +123,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MASK",
     "Address",
+    "Backoff",
     "Check",
     "ConnectError",
     "ConversationCheck",

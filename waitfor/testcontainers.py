@@ -28,7 +28,7 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
 from waitfor.api import DEFAULT_ATTEMPT_TIMEOUT, Wait
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 from waitfor.errors import WaitTimeout
 
 if TYPE_CHECKING:

@@ -218,3 +218,32 @@ def test_the_time_of_an_unanswered_first_attempt_is_counted() -> None:
     assert result.attempts == 1
     took = float(re.fullmatch(r"timed out after (\d+\.\d)s", result.reason).group(1))  # type: ignore[union-attr]
     assert took >= 0.2, result.reason
+
+
+def test_the_runner_goes_on_with_the_checks_the_first_attempt_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a first attempt learnt (a 429's Retry-After, in the k8s kind) stays on its check:
+    the runner probes the same objects, one per target."""
+    from waitfor.kinds.tcp import TcpCheck
+
+    asked: dict[str, list[TcpCheck]] = {"probe_now": [], "probe": []}  # held: ids stay unique
+    probe_now, probe = TcpCheck.probe_now, TcpCheck.probe
+
+    def spy_now(self: TcpCheck, deadline: Any) -> Any:
+        asked["probe_now"].append(self)
+        return probe_now(self, deadline)
+
+    async def spy(self: TcpCheck, deadline: Any) -> Any:
+        asked["probe"].append(self)
+        return await probe(self, deadline)
+
+    monkeypatch.setattr(TcpCheck, "probe_now", spy_now)
+    monkeypatch.setattr(TcpCheck, "probe", spy)
+    refused = [f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"]
+    with pytest.raises(WaitTimeout):
+        wait_for(*refused, timeout=0.5)
+    assert len(asked["probe_now"]) == 1  # the first target refused: the runner takes over
+    probed = {id(check) for check in asked["probe"]}
+    assert len(probed) == 2  # one check per target
+    assert id(asked["probe_now"][0]) in probed

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.fakes import BEHAVIOURS, FakeCheck
 from tests.support.fast import FAST
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import Target
 from waitfor.errors import CheckFailed, WaitTimeout

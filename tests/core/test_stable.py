@@ -26,7 +26,7 @@ from tests.support.ports import free_port
 from tests.support.servers import Script, http_server, tcp_listener
 from tests.support.targets import refusals
 from waitfor import api
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import Target, parse_target
 from waitfor.errors import WaitTimeout

@@ -71,7 +71,7 @@ ACCELERATED = """
 import asyncio, ctypes, gc, json, os, sys
 from waitfor import parse_target
 from waitfor.core import runner
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 from waitfor.errors import WaitTimeout
 
 url, warm, measured = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

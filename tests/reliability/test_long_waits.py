@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.dnsserver import DnsServer
 from tests.support.ports import free_port
-from waitfor.core.backoff import IMMEDIATE
+from waitfor.base.backoff import IMMEDIATE
 from waitfor.core.runner import Event, EventType, run
 from waitfor.core.targets import parse_target
 

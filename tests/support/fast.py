@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 
 FAST = Backoff(initial=0.01, maximum=0.05)

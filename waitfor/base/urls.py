@@ -142,11 +142,23 @@ def display(scheme: str, parts: SplitResult, *, authority: bool = False) -> str:
     The password is left out, secret-named query values become ``***`` (see waitfor.base.redaction).
     ``authority``: the URL had one, perhaps empty (``flagfile:///path`` keeps its ``//``).
     """
-    query = f"?{redaction.query(parts.query)}" if parts.query else ""
     if not parts.netloc and not authority and not parts.path.startswith("//"):
+        query = f"?{redaction.query(parts.query)}" if parts.query else ""
         return f"{scheme}:{parts.path}{query}"
-    netloc = redaction.userinfo(parts.username, parts.password) + parts.hostport
-    return f"{scheme}://{netloc}{parts.path}{query}"
+    return shown(scheme, parts.username, parts.password, parts.hostport, parts.path, parts.query)
+
+
+def shown(
+    scheme: str, user: str | None, password: str | None, where: str, path: str = "", query: str = ""
+) -> str:
+    """The form a kind shows of the URL it dials: ``scheme://user:***@where/path?query``.
+
+    ``where``: what it dials, as people write it (:func:`host_port`, the default port filled
+    in; a seed list). The password is left out (a lone secret, a token: pass it as ``user=MASK``),
+    secret-named query values become ``***`` (see waitfor.base.redaction).
+    """
+    tail = f"?{redaction.query(query)}" if query else ""
+    return f"{scheme}://{redaction.userinfo(user, password)}{where}{path}{tail}"
 
 
 def host_port(host: str, port: int) -> str:

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from waitfor import api
+from waitfor.base.backoff import Backoff
 from waitfor.cli import termination
 from waitfor.cli.reading import (
     DEFAULTS,
@@ -48,7 +49,6 @@ from waitfor.cli.signals import (
     signalled_in,
 )
 from waitfor.cli.stdio import flush_stdio, harden_stdio
-from waitfor.core.backoff import Backoff
 from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.net.errors import describe_os_error

@@ -20,9 +20,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from waitfor.base.backoff import MIN_DELAY
 from waitfor.cli import termination
 from waitfor.cli.report import OUTPUTS, error_line
-from waitfor.core.backoff import MIN_DELAY
 
 #: how an option's value is read (click's type for it, in :mod:`.clickparse`)
 DURATION = "duration"  # 90, 90s, 5m: seconds (a float)

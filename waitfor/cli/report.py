@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from waitfor.base.bucket import TokenBucket
 from waitfor.core.events import Event, EventType, TargetResult
 from waitfor.core.pacing import (
+    DAY,
     ENTRY_CHARS,
     PROGRESS_BYTES,
-    Budget,
     Pacer,
     Progress,
     cut,
@@ -151,7 +152,7 @@ class LiveReporter(TextReporter):
         self._last_draw = -1.0
         self._cost = 0
         self._now = 0.0
-        self._budget = Budget(self.BYTES_PER_DAY, 16_000)
+        self._budget = TokenBucket(self.BYTES_PER_DAY / DAY, 16_000)  # bytes
 
     def begin(self, targets: Sequence[Target], timeout: float | None) -> None:
         super().begin(targets, timeout)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 from waitfor.base import urls
 from waitfor.base.options import OptionPairs, choice, reject_unknown
@@ -70,6 +70,12 @@ class ConversationCheck(Check[OptionsT]):
         return ConversationOptions(
             mode, tls.parse_tls_options(pairs, key_option=cls.TLS_KEY_OPTION)
         )
+
+    @classmethod
+    def parse_options(cls, pairs: OptionPairs) -> OptionsT:
+        """The default: :meth:`parse_common`'s (for ``ConversationCheck[ConversationOptions]``;
+        a kind with options of its own adds them to what that returns)."""
+        return cast(OptionsT, cls.parse_common(pairs))
 
     @classmethod
     def default_port(cls, scheme: str) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from waitfor.base import sanitize
 from waitfor.base.deadline import Deadline
@@ -36,11 +37,13 @@ def all_ready_now(
     budget: float,
     emit: EventHandler,
     began_at: list[float] | None = None,
+    made: list[Check[Any]] | None = None,
 ) -> list[TargetResult] | None:
     """Each target's result if every one is ready at its first attempt, else None.
 
     ``began_at`` receives when (since ``started``) each target's attempt began, for the runner to
-    count the time of the one that was left without an answer.
+    count the time of the one that was left without an answer; ``made``, the checks asked, for
+    the runner to go on with (what an attempt learnt, a 429's Retry-After, is the check's).
     """
     classes = [check_class(target.scheme) for target in targets]
     if any(cls.probe_now is Check.probe_now for cls in classes):
@@ -58,7 +61,10 @@ def all_ready_now(
         attempts.append(Event(EventType.ATTEMPT, target, 1, began - started))
         if began_at is not None:
             began_at.append(began - started)
-        outcome = cls(target).probe_now(Deadline(ends, ends - began))
+        check = cls(target)
+        if made is not None:
+            made.append(check)
+        outcome = check.probe_now(Deadline(ends, ends - began))
         if outcome is None or not outcome.ready or outcome.permanent:
             return None
         reason = sanitize.shown(outcome.reason, target.secrets)  # as the runner shows it

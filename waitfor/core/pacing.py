@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from waitfor.base.bucket import TokenBucket
 from waitfor.core.events import Event, EventType
 
 if TYPE_CHECKING:
@@ -46,38 +47,6 @@ PROGRESS_BYTES = 500
 PROGRESS_SHOWN = 3  # targets named, with their reasons, in one progress line
 ENTRY_CHARS = 100  # a named target, and its reason, each cut to this in a progress line
 DAY = 86_400.0
-
-
-class Budget:
-    """A token bucket of bytes: ``per_day`` refilled continuously, at most ``burst`` saved."""
-
-    def __init__(self, per_day: float, burst: float) -> None:
-        self.rate = per_day / DAY
-        self.burst = burst
-        self.tokens = burst
-        self.at = 0.0
-
-    def has(self, cost: int, now: float) -> bool:
-        """Whether ``cost`` bytes could be spent now."""
-        self._refill(now)
-        return self.tokens >= cost
-
-    def afford(self, cost: int, now: float) -> bool:
-        """Spend ``cost`` bytes if there are that many."""
-        if not self.has(cost, now):
-            return False
-        self.tokens -= cost
-        return True
-
-    def charge(self, cost: int, now: float) -> None:
-        """Spend ``cost`` bytes that are written anyway (a debt the next lines pay)."""
-        self._refill(now)
-        self.tokens -= cost
-
-    def _refill(self, now: float) -> None:
-        if now > self.at:
-            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-            self.at = now
 
 
 class Progress:
@@ -112,7 +81,7 @@ class Pacer:
     """Which of a wait's lines are written; one per output (see the module's docstring)."""
 
     def __init__(self, per_day: float = CHANGE_BYTES_PER_DAY, burst: float = CHANGE_BURST) -> None:
-        self.budget = Budget(per_day, burst)
+        self.budget = TokenBucket(per_day / DAY, burst)  # of bytes, for the change lines
         self._tracks: dict[Target, _Track] = {}  # every target, in the order given
         self._seen: tuple[Event, _Track] | None = None  # the last event seen: one lookup each
         self._cost = 0  # the last change line's: the next costs about as much

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from waitfor.base import sanitize
+from waitfor.base.backoff import Backoff
 from waitfor.base.deadline import Deadline
 from waitfor.base.outcome import Outcome
-from waitfor.core.backoff import Backoff
 from waitfor.core.check import Check
 from waitfor.core.events import Event, EventHandler, EventType, TargetResult
 from waitfor.core.registry import check_class
@@ -57,6 +57,7 @@ async def run(
     rng: random.Random | None = None,
     spent: float = 0.0,
     first_began: Sequence[float] = (),
+    first_checks: Sequence[Check[Any]] = (),
     once: bool = False,
     stable: float = 0.0,
     any_ready: bool = False,
@@ -71,7 +72,8 @@ async def run(
     attempt, :mod:`waitfor.core.first_attempt`): it counts against the deadline and in elapsed
     times.
     ``first_began[i]``: when (after the start) target i's synchronous attempt began; its first
-    attempt here continues that one and is timed from there.
+    attempt here continues that one and is timed from there; ``first_checks[i]``, the check that
+    attempt asked, is target i's here too.
 
     ``stable``: seconds a target must keep answering ready (every attempt, probed at the
     backoff's cap meanwhile) before it counts; a failure starts the window again. A target's
@@ -92,7 +94,7 @@ async def run(
         delay=delay,
     )
     states = [_State(target) for target in targets]
-    checks = [check_class(target.scheme)(target) for target in targets]
+    checks = [*first_checks, *[check_class(t.scheme)(t) for t in targets[len(first_checks) :]]]
     for check in checks:
         check.inverted = invert
     quick = [*first_began, *[None] * (len(states) - len(first_began))]

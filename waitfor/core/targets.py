@@ -137,34 +137,31 @@ def parse_target(text: str, defaults: Mapping[str, str] | None = None) -> Target
 
 def _stable(values: list[str]) -> float | None:
     """``#stable=DURATION``: how long the target must stay ready (0: ready at once)."""
+    return _duration("stable", values)
+
+
+def _interval(values: list[str]) -> float | None:
+    """``#interval=DURATION``: a fixed interval between this target's attempts (no backoff)."""
+    from waitfor.base.backoff import MIN_DELAY
+
+    seconds = _duration("interval", values)
+    if seconds is not None and seconds < MIN_DELAY:
+        raise ValueError(f"interval must be at least {MIN_DELAY:g}s")
+    return seconds
+
+
+def _duration(name: str, values: list[str]) -> float | None:
+    """A generic option's duration, given at most once (None: not given)."""
     if not values:
         return None
     if len(values) > 1:
-        raise ValueError("option 'stable' given more than once")
+        raise ValueError(f"option {name!r} given more than once")
     from waitfor.core.durations import parse_duration
 
     try:
         return parse_duration(values[0])
     except ValueError as exc:
-        raise ValueError(f"stable: {exc}") from None
-
-
-def _interval(values: list[str]) -> float | None:
-    """``#interval=DURATION``: a fixed interval between this target's attempts (no backoff)."""
-    if not values:
-        return None
-    if len(values) > 1:
-        raise ValueError("option 'interval' given more than once")
-    from waitfor.core.backoff import MIN_DELAY
-    from waitfor.core.durations import parse_duration
-
-    try:
-        seconds = parse_duration(values[0])
-    except ValueError as exc:
-        raise ValueError(f"interval: {exc}") from None
-    if seconds < MIN_DELAY:
-        raise ValueError(f"interval must be at least {MIN_DELAY:g}s")
-    return seconds
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def pod_namespace() -> str:

@@ -389,3 +389,17 @@ def test_no_credentials_at_all_is_a_configuration_error(tmp_path: Path) -> None:
     source = k8s_config.Source(environ={"HOME": str(tmp_path)})
     with pytest.raises(k8s_config.ConfigError, match="no Kubernetes credentials"):
         asyncio.run(source.credentials(1.0))
+
+
+def test_every_rollout_waits_for_its_spec_to_be_observed() -> None:
+    """Generation ahead of observedGeneration is not ready for each; a StatefulSet whose status
+    never observed any generation neither (0 = 0), the others go on to their counts."""
+    rules = (ready.deployment, ready.statefulset, ready.daemonset, ready.replicaset)
+    for rule in rules:
+        ahead: Json = {"metadata": {"generation": 2}, "status": {"observedGeneration": 1}}
+        assert rule(ahead).reason == "spec update not observed yet", rule
+        assert not rule(ahead).ready
+    never: Json = {"metadata": {"generation": 0}, "spec": {"replicas": 0}, "status": {}}
+    assert ready.statefulset(never).reason == "spec update not observed yet"
+    assert ready.replicaset(never).ready  # 0/0 available, as kubectl would have it
+    assert ready.daemonset(never).ready

@@ -16,15 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.kind import (
-    Address,
-    ConversationCheck,
-    ConversationOptions,
-    OptionPairs,
-    host_port,
-    redaction,
-    urls,
-)
+from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
@@ -62,16 +54,11 @@ class AmqpCheck(ConversationCheck[ConversationOptions]):
         if parts.password is not None:
             password = urls.decoded(parts.password, "password")
         # query parameters are client settings (heartbeat=30, ...): accepted, shown, not used
-        display = f"{scheme}://{redaction.userinfo(parts.username, parts.password)}"
-        display += host_port(host, port) + parts.path
-        display += f"?{redaction.query(parts.query)}" if parts.query else ""
+        where = host_port(host, port)
+        display = urls.shown(scheme, parts.username, parts.password, where, parts.path, parts.query)
         secrets = frozenset({password} if parts.password else set())
         params = (("user", user), ("password", password), ("vhost", vhost))
         return Address(host, port, display, secrets, params)
-
-    @classmethod
-    def parse_options(cls, pairs: OptionPairs) -> ConversationOptions:
-        return cls.parse_common(pairs)
 
     def conversation(self) -> Conversation:
         from waitfor.kinds.amqp import wire  # the protocol only when probing

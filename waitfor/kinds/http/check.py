@@ -42,7 +42,7 @@ from waitfor.kind import (
     urls,
 )
 from waitfor.kinds.http import wire
-from waitfor.kinds.http.judge import BODY_LIMIT, Search, judge
+from waitfor.kinds.http.judge import BODY_LIMIT, Search, advance, judge
 from waitfor.kinds.http.options import HttpOptions
 from waitfor.net import tls
 
@@ -262,16 +262,12 @@ class HttpCheck(Check[HttpOptions]):
         """The one judgement (:mod:`.judge`), its body read and its patterns searched here."""
         judgement = judge(self.options, response.status_code, response.headers.multi_items())
         answer: bytes | bool | None = None
-        while True:
-            try:
-                step = next(judgement) if answer is None else judgement.send(answer)
-            except StopIteration as stop:
-                outcome: Outcome = stop.value
-                return outcome
+        while not isinstance(step := advance(judgement, answer), Outcome):
             if isinstance(step, Search):
                 answer = await step.pattern.search(step.data)
             else:
                 answer = await read_bounded(response)
+        return step
 
     async def aclose(self) -> None:
         for client in self._clients.values():

@@ -44,6 +44,16 @@ Step = ReadBody | Search
 Judgement = Generator[Step, "bytes | bool", Outcome]
 
 
+def advance(judgement: Judgement, answer: bytes | bool | None) -> Step | Outcome:
+    """The judgement's next step once ``answer`` (None: at its start) is given, or its outcome:
+    how both askers step through :func:`judge`."""
+    try:
+        return next(judgement) if answer is None else judgement.send(answer)
+    except StopIteration as stop:
+        outcome: Outcome = stop.value
+        return outcome
+
+
 def judge(options: HttpOptions, status: int, headers: Headers) -> Judgement:
     """The outcome of an answer with ``status`` and ``headers`` that is not a redirect followed."""
     if not options.accepts(status):

@@ -27,14 +27,15 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from waitfor.kinds.http.judge import BODY_LIMIT, Search, judge, values_of
+from waitfor.kind import Outcome
+from waitfor.kinds.http.judge import BODY_LIMIT, Search, advance, judge, values_of
 from waitfor.net import blocking, conversation  # with the kind: the attempt's budget is for I/O
 from waitfor.net.conversation import Closed, Read, ReadLine, Send
 
 if TYPE_CHECKING:
     import socket
 
-    from waitfor.kind import Deadline, Outcome
+    from waitfor.kind import Deadline
     from waitfor.kinds.http.judge import Headers
     from waitfor.kinds.http.options import HttpOptions
     from waitfor.net.conversation import Conversation, Step, TlsFactory
@@ -210,18 +211,14 @@ def exchange(options: HttpOptions, data: bytes) -> Conversation:
         raise Undecided("a redirect: httpx follows those to the same host")
     judgement = judge(options, status, headers)
     answer: bytes | bool | None = None
-    while True:
-        try:
-            step = next(judgement) if answer is None else judgement.send(answer)
-        except StopIteration as stop:
-            outcome: Outcome = stop.value
-            return outcome
+    while not isinstance(step := advance(judgement, answer), Outcome):
         if isinstance(step, Search):
             if step.pattern.size * max(len(step.data), 1) > SEARCH_WORK:
                 raise Undecided("a long search")
             answer = step.pattern.search_now(step.data)
         else:
             answer = yield from _body(framing)
+    return step
 
 
 def _status(line: bytes) -> int:

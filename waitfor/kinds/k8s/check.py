@@ -37,6 +37,7 @@ from waitfor.kinds.k8s.spec import K8sOptions, Spec, spec_of
 
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
+    from waitfor.kinds.k8s.quick import Busy
     from waitfor.kinds.k8s.reflector import Memory, Session
 
 __all__ = ["MAX_SELECTOR", "K8sCheck", "K8sOptions", "spec_of"]
@@ -136,6 +137,7 @@ class K8sCheck(Check[K8sOptions]):
         return Memory(Source(context_name=self.options.context), Discovery())
 
     _session: Session | None = None  # the list and watch in progress, across attempts
+    _busy: Busy | None = None  # a 429 the first attempt met
 
     def _spec(self) -> Spec:
         return spec_of(tuple((self.target.param("path") or "").split("/")), self.options)
@@ -152,7 +154,11 @@ class K8sCheck(Check[K8sOptions]):
         except ValueError:
             return None
         source = Source(context_name=self.options.context)
-        return quick.ready_now(source, spec, self.options, deadline)
+        try:
+            return quick.ready_now(source, spec, self.options, deadline)
+        except quick.Busy as busy:
+            self._busy = busy  # for the watching path's first request to honour
+            return None
 
     async def probe(self, deadline: Deadline) -> Outcome:
         """A look at the session's verdict, for this attempt's budget (the session goes on)."""
@@ -168,6 +174,8 @@ class K8sCheck(Check[K8sOptions]):
         except ValueError as exc:
             return Outcome.fatal(str(exc))
         session = self._session
+        if self._busy is not None:
+            self._memory.busy, self._busy = self._busy, None
         if session is None:
             session = self._session = Session(
                 self._memory, spec, self.options, self.inverted, budget

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import random
 
-INITIAL = 0.8
-MAXIMUM = 30.0
+from waitfor.kind import Backoff
+
+#: client-go's: 0.8 s doubling to 30 s (its jitter is this module's: it lengthens a delay)
+BACKOFF = Backoff(initial=0.8, maximum=30.0, jitter=0.0)
 #: a watch the server closed sooner than this is a failure, as client-go's "very short watch"
 SHORT_WATCH = 1.0
 
@@ -26,9 +28,9 @@ class Pace:
 
     def failed(self, now: float, at_least: float = 0.0) -> float:
         """A failure at ``now``: the delay before the next request (``at_least``: Retry-After)."""
-        base = min(MAXIMUM, INITIAL * 2.0 ** min(self.failures, 16))
-        delay = max(min(MAXIMUM, base * (1.0 + self._rand.random())), at_least)
         self.failures += 1
+        base = BACKOFF.delay(self.failures, 0.0)
+        delay = max(min(BACKOFF.maximum, base * (1.0 + self._rand.random())), at_least)
         self.not_before = now + delay
         return delay
 

@@ -58,20 +58,21 @@ def _built_in() -> dict[str, Resource]:
 #: TYPE (lower case) -> its resource, for the types whose name means the same on every server
 BUILT_IN = _built_in()
 
-#: server -> (time.monotonic() before which to ask it nothing, the reason): a 429 this attempt
-#: met, for the watching path to honour (its first request would otherwise follow at once)
-_busy: dict[str, tuple[float, str]] = {}
 
+class Busy(Exception):
+    """A 429 this attempt met: the check hands it to the watching path, whose first request
+    would otherwise follow at once."""
 
-def take_busy(server: str) -> tuple[float, str] | None:
-    """The Retry-After the first attempt was told by ``server``, once."""
-    return _busy.pop(server, None)
+    def __init__(self, until: float, reason: str) -> None:
+        super().__init__(reason)
+        self.until = until  # time.monotonic() before which to ask the server nothing
+        self.reason = reason
 
 
 def ready_now(
     source: Source, spec: Spec, options: K8sOptions, deadline: Deadline
 ) -> Outcome | None:
-    """The ready outcome the watching path would give now, else None."""
+    """The ready outcome the watching path would give now, else None (:class:`Busy`: a 429)."""
     resource = BUILT_IN.get(spec.type.lower())
     if resource is None:
         return None
@@ -126,7 +127,7 @@ def _list(
     answer = blocking.get_json(credentials, path, params, deadline)
     if answer is not None and answer.status == 429:
         seconds = retry_after(answer.fields.get("retry-after"))
-        _busy[credentials.server] = (time.monotonic() + seconds, busy(seconds))
+        raise Busy(time.monotonic() + seconds, busy(seconds))
     document = answer.document if answer is not None else None
     if document is None:
         return None

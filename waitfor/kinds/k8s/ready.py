@@ -44,6 +44,17 @@ def _dict(value: object) -> Json:
     return value if isinstance(value, dict) else {}
 
 
+def _unobserved(obj: Json, status: Json, or_never: bool = False) -> Verdict | None:
+    """A rollout's first step: not ready while its controller has not observed the object's
+    generation (``or_never``: or any: a StatefulSet's status counts once observedGeneration is
+    set)."""
+    observed = _int(status.get("observedGeneration"))
+    generation = _int(_dict(obj.get("metadata")).get("generation"))
+    if generation > observed or (or_never and observed == 0):
+        return Verdict(False, "spec update not observed yet")
+    return None
+
+
 def conditions(obj: Json) -> list[Json]:
     found = _dict(obj.get("status")).get("conditions")
     return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
@@ -84,9 +95,8 @@ def json_met(obj: Json, expectations: Sequence[expect.JsonExpectation]) -> Verdi
 
 def deployment(obj: Json) -> Verdict:
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
-    generation = _int(_dict(obj.get("metadata")).get("generation"))
-    if generation > _int(status.get("observedGeneration")):
-        return Verdict(False, "spec update not observed yet")
+    if (unobserved := _unobserved(obj, status)) is not None:
+        return unobserved
     progressing = find_condition(obj, "Progressing")
     if progressing is not None and progressing.get("reason") == "ProgressDeadlineExceeded":
         return Verdict(False, "exceeded its progress deadline")
@@ -105,10 +115,8 @@ def deployment(obj: Json) -> Verdict:
 
 def statefulset(obj: Json) -> Verdict:
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
-    generation = _int(_dict(obj.get("metadata")).get("generation"))
-    observed = _int(status.get("observedGeneration"))
-    if observed == 0 or generation > observed:
-        return Verdict(False, "spec update not observed yet")
+    if (unobserved := _unobserved(obj, status, or_never=True)) is not None:
+        return unobserved
     wanted = _int(spec.get("replicas"), 1)
     ready = _int(status.get("readyReplicas"))
     if ready < wanted:
@@ -134,9 +142,8 @@ def statefulset(obj: Json) -> Verdict:
 
 def daemonset(obj: Json) -> Verdict:
     status = _dict(obj.get("status"))
-    generation = _int(_dict(obj.get("metadata")).get("generation"))
-    if generation > _int(status.get("observedGeneration")):
-        return Verdict(False, "spec update not observed yet")
+    if (unobserved := _unobserved(obj, status)) is not None:
+        return unobserved
     desired = _int(status.get("desiredNumberScheduled"))
     strategy = _dict(_dict(obj.get("spec")).get("updateStrategy"))
     updated = _int(status.get("updatedNumberScheduled"))
@@ -150,9 +157,8 @@ def daemonset(obj: Json) -> Verdict:
 
 def replicaset(obj: Json) -> Verdict:
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
-    generation = _int(_dict(obj.get("metadata")).get("generation"))
-    if generation > _int(status.get("observedGeneration")):
-        return Verdict(False, "spec update not observed yet")
+    if (unobserved := _unobserved(obj, status)) is not None:
+        return unobserved
     wanted = _int(spec.get("replicas"), 1)
     available = _int(status.get("availableReplicas"))
     if available < wanted:

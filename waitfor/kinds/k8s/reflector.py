@@ -29,6 +29,7 @@ from waitfor.net import activity
 from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
+    from waitfor.kinds.k8s.quick import Busy
     from waitfor.net.k8s.client import Api, Discovery, Json
     from waitfor.net.k8s.config import Credentials, Source
     from waitfor.net.k8s.resource import Resource
@@ -47,6 +48,7 @@ class Memory:
         self.types: dict[str, Resource] = {}  # TYPE -> resource, once discovery found it
         self.endpoints: Resource | None = None  # the endpoints API the server serves
         self.pace = Pace()  # a restart after a failure waits, across sessions
+        self.busy: Busy | None = None  # a 429 the first attempt met, for the next session
         self.no_service_check = False  # the credentials may not list Services: endpoints only
         #: what the last session found, for an attempt that only waited for the pace
         self.last = Outcome.down("waiting to ask the API server again")
@@ -105,7 +107,6 @@ class Session:
             await asyncio.sleep(wait)
 
     async def _session(self) -> Outcome:
-        from waitfor.kinds.k8s import quick
         from waitfor.net.k8s import config
 
         memory = self.memory
@@ -116,10 +117,10 @@ class Session:
         except config.CredentialError as exc:
             return Outcome.down(str(exc))
         self._secrets = credentials.secrets
-        held = quick.take_busy(credentials.server)
+        held, memory.busy = memory.busy, None
         if held is not None:  # the first attempt was told to wait (a 429): that is the news
-            memory.pace.not_before = max(memory.pace.not_before, held[0])
-            self._publish(Outcome.down(held[1]))
+            memory.pace.not_before = max(memory.pace.not_before, held.until)
+            self._publish(Outcome.down(held.reason))
         await self._paced()
         return await self._conversation(credentials)
 

@@ -24,9 +24,9 @@ from waitfor.kind import (
     OptionPairs,
     Outcome,
     choice,
-    redaction,
     seeds,
     single,
+    urls,
 )
 from waitfor.net import tls
 
@@ -60,8 +60,8 @@ class KafkaCheck(ConversationCheck[KafkaOptions]):
             raise ValueError(f"{scheme} targets are {scheme}://[user:password@]host[:port][,...]")
         if (parsed.user is None) != (parsed.secret is None):
             raise ValueError("SASL needs both a user and a password (user:password@)")
-        userinfo = redaction.userinfo(parsed.username, parsed.password)
-        display = f"{scheme}://{userinfo}{seeds.shown(parsed.seeds)}"
+        where = seeds.shown(parsed.seeds)
+        display = urls.shown(scheme, parsed.username, parsed.password, where)
         params = [("seeds", seeds.as_param(parsed.seeds))]
         if parsed.user is not None and parsed.secret is not None:
             params += [("user", parsed.user), ("password", parsed.secret)]

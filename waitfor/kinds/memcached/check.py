@@ -13,15 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.kind import (
-    Address,
-    ConversationCheck,
-    ConversationOptions,
-    OptionPairs,
-    host_port,
-    redaction,
-    urls,
-)
+from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
@@ -36,10 +28,6 @@ class MemcachedCheck(ConversationCheck[ConversationOptions]):
     USAGE = (("memcached://[USER:PASSWORD@]HOST[:PORT]", "version answers VERSION ..."),)
 
     @classmethod
-    def parse_options(cls, pairs: OptionPairs) -> ConversationOptions:
-        return cls.parse_common(pairs)
-
-    @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:
         parts, host, port = cls.split_address(scheme, url)
         if parts.path not in ("", "/") or parts.query:
@@ -50,8 +38,7 @@ class MemcachedCheck(ConversationCheck[ConversationOptions]):
         password = urls.decoded(parts.password or "", "password")
         if " " in user or " " in password or "\n" in user + password:
             raise ValueError("memcached user and password cannot contain spaces")
-        userinfo = redaction.userinfo(parts.username, parts.password)
-        display = f"{scheme}://{userinfo}{host_port(host, port)}"
+        display = urls.shown(scheme, parts.username, parts.password, host_port(host, port))
         secrets = frozenset({password} - {""})
         return Address(host, port, display, secrets, (("user", user), ("password", password)))
 

@@ -104,8 +104,9 @@ class MongoCheck(ConversationCheck[MongoOptions]):
         else:
             shown = seeds.shown(parsed.seeds)
         params.append(("seeds", seeds.as_param(parsed.seeds)))
-        display = f"{scheme}://{redaction.userinfo(parsed.username, parsed.password)}{shown}"
-        display += parsed.path + (f"?{redaction.query(parsed.query)}" if parsed.query else "")
+        display = urls.shown(
+            scheme, parsed.username, parsed.password, shown, parsed.path, parsed.query
+        )
         secrets = {parsed.password} if parsed.password else set()
         secrets |= {
             value for key, value in options.items() if redaction.is_secret_name(key) and value

@@ -17,15 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waitfor.kind import (
-    Address,
-    ConversationCheck,
-    ConversationOptions,
-    OptionPairs,
-    host_port,
-    redaction,
-    urls,
-)
+from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
@@ -53,14 +45,9 @@ class MqttCheck(ConversationCheck[ConversationOptions]):
             params.append(("password", urls.decoded(parts.password, "password")))
         if any(len(value.encode()) > 0xFFFF for _, value in params):
             raise ValueError("MQTT user names and passwords are at most 65535 bytes")
-        userinfo = redaction.userinfo(parts.username, parts.password)
-        display = f"{scheme}://{userinfo}{host_port(host, port)}"
+        display = urls.shown(scheme, parts.username, parts.password, host_port(host, port))
         secrets = frozenset({parts.password} if parts.password else set())
         return Address(host, port, display, secrets, tuple(params))
-
-    @classmethod
-    def parse_options(cls, pairs: OptionPairs) -> ConversationOptions:
-        return cls.parse_common(pairs)
 
     def conversation(self) -> Conversation:
         from waitfor.kinds.mqtt import wire  # the protocol only when probing

@@ -33,7 +33,6 @@ from waitfor.kind import (
     Outcome,
     choice,
     host_port,
-    redaction,
     reject_unknown,
     single,
     sql,
@@ -84,9 +83,10 @@ def parse_mysql_address(scheme: str, address: str) -> Address:
     if params["ssl_mode"] not in SSL_MODES:
         shown = params["ssl_mode"]
         raise ValueError(f"ssl-mode must be one of {', '.join(SSL_MODES)}, not {shown!r}")
-    display = f"{scheme}://{redaction.userinfo(parts.username, parts.password)}"
-    display += host_port(host, port) + (parts.path if database else "")
-    display += f"?{redaction.query(parts.query)}" if parts.query else ""
+    path = parts.path if database else ""
+    display = urls.shown(
+        scheme, parts.username, parts.password, host_port(host, port), path, parts.query
+    )
     secrets = frozenset({password, parts.password or ""} - {""})
     if any(params.get(name) for name in ("ssl_ca", "ssl_cert", "ssl_key")):
         query_tls(params)  # reads the files now: a missing CA is exit 2 before the wait

@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waitfor.kind import (
+    MASK,
     Address,
     ConversationCheck,
     ConversationOptions,
     OptionPairs,
     flag,
     host_port,
-    redaction,
     urls,
 )
 from waitfor.net import tls
@@ -57,15 +57,15 @@ class NatsCheck(ConversationCheck[NatsOptions]):
                 f"{scheme} targets are {scheme}://[user[:password]@|token@]host[:port]"
             )
         params: list[tuple[str, str]] = []
-        userinfo = redaction.userinfo(parts.username, parts.password)
+        user = parts.username
         if parts.password is not None:
             params.append(("user", urls.decoded(parts.username or "", "user")))
             params.append(("password", urls.decoded(parts.password, "password")))
         elif parts.username is not None:  # a lone userinfo is a token: all of it is secret
             params.append(("token", urls.decoded(parts.username, "token")))
-            userinfo = f"{redaction.MASK}@"
+            user = MASK
         secrets = frozenset(value for key, value in params if key != "user" and value)
-        display = f"{scheme}://{userinfo}{host_port(host, port)}"
+        display = urls.shown(scheme, user, parts.password, host_port(host, port))
         return Address(host, port, display, secrets, tuple(params))
 
     @classmethod

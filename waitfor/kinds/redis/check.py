@@ -25,13 +25,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from waitfor.kind import (
+    MASK,
     Address,
     ConversationCheck,
     ConversationOptions,
     OptionPairs,
     Outcome,
     host_port,
-    redaction,
     single,
     urls,
 )
@@ -80,13 +80,13 @@ class RedisCheck(ConversationCheck[RedisOptions]):
         if database and not (database.isascii() and database.isdigit()):
             raise ValueError(f"the path is the database number, not {parts.path!r}")
         password = urls.decoded(parts.password or "", "password")
-        userinfo = redaction.userinfo(parts.username, parts.password)
+        shown_user = parts.username
         if parts.password is None and parts.username:
             # redis://secret@host: redis-cli takes a lone userinfo as the password
-            userinfo, password = f"{redaction.MASK}@", urls.decoded(parts.username, "password")
+            shown_user, password = MASK, urls.decoded(parts.username, "password")
         user = urls.decoded(parts.username or "", "user") if parts.password is not None else ""
-        display = f"{scheme}://{userinfo}{host_port(host, port)}"
-        display += f"/{database}" if database else ""
+        where, path = host_port(host, port), f"/{database}" if database else ""
+        display = urls.shown(scheme, shown_user, parts.password, where, path)
         params = (("user", user), ("password", password), ("db", database or "0"))
         return Address(host, port, display, frozenset({password} - {""}), params)
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from waitfor.base import jsonexpect as expect
+from waitfor.base.backoff import Backoff
+from waitfor.base.bucket import TokenBucket
 from waitfor.net.k8s.config import Credentials
 from waitfor.net.k8s.limits import MAX_ANSWER, MAX_CONTAINERS, busy
 from waitfor.net.k8s.limits import retry_after as _retry_after
@@ -64,8 +66,7 @@ DISCOVERY_CONCURRENCY = 32
 DISCOVERY_QPS = 50.0
 DISCOVERY_BURST = 300
 #: a TYPE not found is looked up again after 2 s, doubling to 30 s (a CRD installed later)
-REDISCOVER_FIRST = 2.0
-REDISCOVER_MAX = 30.0
+REDISCOVER = Backoff(initial=2.0, maximum=30.0, jitter=0.0)
 #: characters of the "server offers" list in a reason: the whole reason must fit in the report's
 #: line (waitfor.base.sanitize.MAX_LENGTH, 400), which would cut it anywhere
 MAX_OFFERED = 280
@@ -414,23 +415,18 @@ class Discovery:
         self.misses = 0
         self._again_at = 0.0
         self._previous: dict[str, tuple[str, ...]] = {}
-        self._tokens = float(DISCOVERY_BURST)
-        self._filled: float | None = None  # loop time the bucket was last filled up to
+        self._bucket = TokenBucket(DISCOVERY_QPS, DISCOVERY_BURST)  # on the loop's clock
 
     async def slot(self) -> None:
         """Wait for the rate limit's turn (a token bucket, for the whole wait)."""
-        now = asyncio.get_running_loop().time()
-        if self._filled is not None:
-            gained = (now - self._filled) * DISCOVERY_QPS
-            self._tokens = min(float(DISCOVERY_BURST), self._tokens + gained)
-        self._filled = now
-        self._tokens -= 1.0  # taken now; below zero, a turn further down the queue
-        if self._tokens < 0:
-            await asyncio.sleep(-self._tokens / DISCOVERY_QPS)
+        # taken now; below zero, a turn further down the queue
+        wait = self._bucket.charge(1.0, asyncio.get_running_loop().time())
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     def missed(self, now: float) -> None:
-        self._again_at = now + min(REDISCOVER_MAX, REDISCOVER_FIRST * 2.0 ** min(self.misses, 8))
         self.misses += 1
+        self._again_at = now + REDISCOVER.delay(self.misses, 0.0)
 
     def due(self, now: float) -> bool:
         return self.misses > 0 and now >= self._again_at

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from waitfor.core.backoff import Backoff
+from waitfor.base.backoff import Backoff
 
 backoffs = st.builds(
     Backoff,

@@ -9,6 +9,10 @@ Defaults, and why:
   average) while each target sends at most 2 probes per second. The jitter only ever *shortens*
   a delay, so the cap is a hard bound, and waiters started together (a Deployment rollout) drift
   apart instead of probing in lockstep.
+
+The runner's delays are not the only ones: the Kubernetes client's (the reflector's pace between
+lists and watches, discovery's look again for a type not found) are this value with numbers of
+their own, which is why it sits at the bottom layer, below net/.
 """
 
 from __future__ import annotations
