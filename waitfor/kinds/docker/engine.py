@@ -125,7 +125,7 @@ class Engine:
             raise self._answered(status, body)
         try:
             found = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # thousands of brackets: RecursionError
             raise EngineError("the engine's answer is not JSON") from None
         if not isinstance(found, dict) or not isinstance(found.get("State"), dict):
             raise EngineError("the engine's answer has no container State")
@@ -220,7 +220,7 @@ def _refused(status: int, body: bytes) -> str:
         found = json.loads(body)
         if isinstance(found, dict) and isinstance(found.get("message"), str):
             message = found["message"]
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     message = sanitize.shown(message)[:200]
     return f"the engine answered HTTP {status}" + (f": {message}" if message else "")
