@@ -229,12 +229,18 @@ def _refused(status: int, body: bytes) -> str:
 def demultiplex(frames: bytearray) -> bytes:
     """The payloads of the whole frames at the start of ``frames`` (taken out of it), from the
     engine's multiplexed stream (a container without a TTY): frames of an 8-byte header
-    (stream, 0, 0, 0, big-endian size) and the size's bytes."""
+    (stream, 0, 0, 0, big-endian size) and the size's bytes. Of a cut frame, its payload so far
+    once it is a batch long (its header then counts the rest): nothing held grows unbounded."""
     out = bytearray()
     offset = 0
     while offset + 8 <= len(frames):
         size = int.from_bytes(frames[offset + 4 : offset + 8], "big")
         if offset + 8 + size > len(frames):
+            have = len(frames) - offset - 8
+            if have >= LOG_BATCH:  # a frame larger than a batch (up to 4 GiB): as it comes
+                out += frames[offset + 8 :]
+                frames[offset + 4 : offset + 8] = (size - have).to_bytes(4, "big")
+                del frames[offset + 8 :]
             break
         out += frames[offset + 8 : offset + 8 + size]
         offset += 8 + size
