@@ -65,10 +65,11 @@ def endless_frame(conn: socket.socket) -> None:
     request = read_request(conn)
     if b"/logs" not in request.split(b"\r\n")[0]:
         body = b'{"Id": "x", "State": {"Status": "running", "Running": true}}'
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        with conn:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         return
-    conn.sendall(b"HTTP/1.1 200 OK\r\n\r\n\x01\0\0\0\xff\xff\xff\xff")
-    with contextlib.suppress(OSError):
+    with conn, contextlib.suppress(OSError):
+        conn.sendall(b"HTTP/1.1 200 OK\r\n\r\n\x01\0\0\0\xff\xff\xff\xff")
         while True:
             conn.sendall(b"a" * 65536)
 
@@ -89,9 +90,7 @@ def test_an_endless_frame_is_read_in_bounded_memory(
                 conn, _ = server.accept()
             except TimeoutError:
                 continue
-            threading.Thread(
-                target=lambda c=conn: (endless_frame(c), c.close()), daemon=True
-            ).start()
+            threading.Thread(target=endless_frame, args=(conn,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
