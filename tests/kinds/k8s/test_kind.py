@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,15 +43,35 @@ class Waiter:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self.lines: list[str] = []  # stderr so far, read as it comes
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def said(self, text: str, timeout: float = 30) -> None:
+        """Until a line on stderr holds ``text`` (its first attempt's reason, say)."""
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert self.running(), "".join(self.lines)
+            assert time.monotonic() < deadline, "".join(self.lines)
+            time.sleep(0.05)
 
     def result(self, timeout: float = 60) -> tuple[int, str]:
+        assert self.proc.stdout is not None
         try:
-            out, err = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-                self.proc.communicate()
-        return self.proc.returncode, out + err
+                self.proc.wait()
+        self.reader.join(timeout=10)
+        out = self.proc.stdout.read()
+        self.proc.stdout.close()
+        return self.proc.returncode, out + "".join(self.lines)
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -341,7 +362,7 @@ def test_forbidden_serviceaccount_proceeds_once_the_role_is_bound(
     create_job(control_plane, namespace, "migrate")
     control_plane.make_pods_ready(namespace, "job=migrate", phase="Succeeded", count=1)
     waiter = Waiter(env_for(kubeconfig), "-t", "60", "k8s:job/migrate")
-    running_soon(waiter)
+    waiter.said("cannot list jobs.batch")  # refused first, then the Role comes
     rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
     control_plane.api.create(
         f"{rbac}/roles",

@@ -33,7 +33,7 @@ def test_a_job_removed_by_its_ttl_counts_as_ready_only_with_missing_ready(
     # there and running: missing=ready does not make it ready
     waiter = Waiter(env, "-t", "60", "k8s:job/migrate#missing=ready")
     running_soon(waiter)
-    code, out = run(env, "-t", "1", "k8s:job/migrate#missing=ready")
+    code, out = run(env, "-t", "3", "k8s:job/migrate#missing=ready")
     assert code == 124, out
     assert "not complete" in out
     control_plane.make_pods_ready(namespace, "job=migrate", phase="Succeeded", count=1)
@@ -48,7 +48,7 @@ def test_a_job_removed_by_its_ttl_counts_as_ready_only_with_missing_ready(
         timeout=30,
     )
     assert time.monotonic() - began < 20
-    code, out = run(env, "-t", "1", "k8s:job/migrate")
+    code, out = run(env, "-t", "3", "k8s:job/migrate")
     assert code == 124, out
     assert f"job {namespace}/migrate not found" in out
     code, out = run(env, "-t", "5", "k8s:job/migrate#missing=ready")
