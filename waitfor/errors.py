@@ -33,8 +33,12 @@ class UsageError(WaitforError):
 class TargetError(UsageError):
     """A target string that is not a valid target; the message names it (redacted)."""
 
+    #: the target's characters quoted at most: a 10,000-character #sql= made a 100 KB line
+    SHOWN = 300
+
     def __init__(self, target: str, problem: str) -> None:
-        super().__init__(f"invalid target {target!r}: {problem}")
+        shown = repr(target[: self.SHOWN]) + ("..." if len(target) > self.SHOWN else "")
+        super().__init__(f"invalid target {shown}: {problem}")
         self.target = target
         self.problem = problem
 

@@ -41,3 +41,11 @@ def test_any_text_is_a_duration_or_a_value_error(text: str) -> None:
         assert "\n" not in message
         return
     assert 0 <= seconds <= 7 * 24 * 3600
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "1h" * 5000, "x" * 5000])
+def test_a_long_bad_duration_is_quoted_cut(text: str) -> None:
+    with pytest.raises(ValueError, match=r"duration|too long") as info:
+        parse_duration(text)
+    assert len(str(info.value)) < 120, str(info.value)
+    assert str(info.value).startswith(repr(text[:40]) + "...")

@@ -267,3 +267,16 @@ def test_a_global_key_password_only_reaches_targets_with_a_certificate() -> None
     assert plain.scheme == "https"
     with pytest.raises(TargetError, match="key-password needs a client certificate"):
         parse_target("https://api/#key-password=pw")
+
+
+def test_an_overlong_invalid_target_is_quoted_cut() -> None:
+    from waitfor.errors import TargetError
+
+    query = "SELECT " + "1+" * 50_000 + "1"  # over sql's 10,000 characters
+    with pytest.raises(TargetError) as info:
+        parse_target(f"mysql://root:hunter2@db/app#sql={query}")
+    message = str(info.value)
+    assert len(message) < 500, len(message)
+    assert message.startswith("invalid target 'mysql://root:***@db:3306/app#sql=SELECT 1+1")
+    assert "...: sql is longer than 10000 characters" in message
+    assert "hunter2" not in message

@@ -322,3 +322,33 @@ def test_the_cli_exit_2_and_json(pg: Cluster) -> None:
     (done,) = [event for event in events if event["event"] == "ready"]
     assert done["target"] == target.replace("pg-pw-9", "***")
     assert done["reason"] == "the query returned true"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT pg_sleep(30) IS NULL",  # the server's statement timeout ends it
+        # the query lifts the timeout itself: only the client's deadline ends it
+        "SELECT set_config('statement_timeout', '0', true), pg_sleep(30)",
+    ],
+)
+def test_pg_a_query_that_sleeps_ends_at_the_deadline(pg: Cluster, query: str) -> None:
+    import time
+
+    target = f"{pg.url()}#sql={quote(query)}"
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "2", "-o", "json", target],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    took = time.monotonic() - started
+    assert run.returncode == 124, run.stderr
+    assert took < 4, took  # it never ended: the cancellation was taken for a query error
+    for line in run.stderr.splitlines():  # psycopg's own warning is no JSON line
+        json.loads(line)
+    pg.psql(  # the sleeper the second query leaves behind
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()"
+    )

@@ -20,8 +20,15 @@ def parse_duration(text: str) -> float:
     else:
         parts = _PART.findall(value)
         if not value or "".join(n + u for n, u in parts) != value:
-            raise ValueError(f"{text!r} is not a duration (examples: 90, 90s, 500ms, 5m, 1h30m)")
+            raise ValueError(
+                f"{_quoted(text)} is not a duration (examples: 90, 90s, 500ms, 5m, 1h30m)"
+            )
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if not math.isfinite(seconds) or seconds > MAX_SECONDS:
-        raise ValueError(f"{text!r} is too long (at most {MAX_SECONDS:g}s)")
+        raise ValueError(f"{_quoted(text)} is too long (at most {MAX_SECONDS:g}s)")
     return seconds
+
+
+def _quoted(text: str) -> str:
+    """``text`` quoted, at most 40 characters of it: a 5,000-digit value made a 5 KB line."""
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")

@@ -119,7 +119,7 @@ def test_deployment_steps_as_kubectl_rollout_status() -> None:
     assert verdict.reason == "1 old replicas pending termination"
     verdict = ready.deployment(deployment(updatedReplicas=3, replicas=3, availableReplicas=2))
     assert verdict.reason == "2/3 replicas available"
-    assert not verdict.ready
+    assert not verdict.ready, verdict
     assert ready.deployment(deployment(updatedReplicas=3, replicas=3, availableReplicas=3)).ready
 
 
@@ -224,7 +224,7 @@ def test_endpoint_slices_v1_shape_and_core_endpoints() -> None:
     assert waiting == {"10.0.0.2"}
     verdict = ready.endpoints_verdict(ready_set, waiting, 3)
     assert verdict.reason == "2/3 ready endpoints (1 not ready)"
-    assert not verdict.ready
+    assert not verdict.ready, verdict
     core = {
         "subsets": [
             {"addresses": [{"ip": "10.0.0.1"}], "notReadyAddresses": [{"ip": "10.0.0.2"}]},
@@ -403,3 +403,12 @@ def test_every_rollout_waits_for_its_spec_to_be_observed() -> None:
     assert ready.statefulset(never).reason == "spec update not observed yet"
     assert ready.replicaset(never).ready  # 0/0 available, as kubectl would have it
     assert ready.daemonset(never).ready
+
+
+def test_an_hpa_annotation_of_nested_brackets_is_not_conditions() -> None:
+    from waitfor.kinds.k8s import kstatus
+
+    nested = "[" * 30_000 + "]" * 30_000  # under the 64 KiB bound; json.loads recurses
+    obj = {"metadata": {"annotations": {"autoscaling.alpha.kubernetes.io/conditions": nested}}}
+    verdict = kstatus.hpa(obj)
+    assert not verdict.ready, verdict

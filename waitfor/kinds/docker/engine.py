@@ -125,7 +125,7 @@ class Engine:
             raise self._answered(status, body)
         try:
             found = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # thousands of brackets: RecursionError
             raise EngineError("the engine's answer is not JSON") from None
         if not isinstance(found, dict) or not isinstance(found.get("State"), dict):
             raise EngineError("the engine's answer has no container State")
@@ -220,7 +220,7 @@ def _refused(status: int, body: bytes) -> str:
         found = json.loads(body)
         if isinstance(found, dict) and isinstance(found.get("message"), str):
             message = found["message"]
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     message = sanitize.shown(message)[:200]
     return f"the engine answered HTTP {status}" + (f": {message}" if message else "")
@@ -229,12 +229,18 @@ def _refused(status: int, body: bytes) -> str:
 def demultiplex(frames: bytearray) -> bytes:
     """The payloads of the whole frames at the start of ``frames`` (taken out of it), from the
     engine's multiplexed stream (a container without a TTY): frames of an 8-byte header
-    (stream, 0, 0, 0, big-endian size) and the size's bytes."""
+    (stream, 0, 0, 0, big-endian size) and the size's bytes. Of a cut frame, its payload so far
+    once it is a batch long (its header then counts the rest): nothing held grows unbounded."""
     out = bytearray()
     offset = 0
     while offset + 8 <= len(frames):
         size = int.from_bytes(frames[offset + 4 : offset + 8], "big")
         if offset + 8 + size > len(frames):
+            have = len(frames) - offset - 8
+            if have >= LOG_BATCH:  # a frame larger than a batch (up to 4 GiB): as it comes
+                out += frames[offset + 8 :]
+                frames[offset + 4 : offset + 8] = (size - have).to_bytes(4, "big")
+                del frames[offset + 8 :]
             break
         out += frames[offset + 8 : offset + 8 + size]
         offset += 8 + size

@@ -55,7 +55,7 @@ def inspect_now(endpoint: Endpoint, name: str, deadline: Deadline) -> dict[str, 
             return None
     try:
         found = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # thousands of brackets: RecursionError
         return None
     return found if isinstance(found, dict) and isinstance(found.get("State"), dict) else None
 

@@ -128,7 +128,7 @@ def _hpa_conditions(obj: Json) -> Json:
         return obj
     try:
         found = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # thousands of brackets: RecursionError
         return obj
     return {"status": {"conditions": found}} if isinstance(found, list) else obj
 

@@ -162,9 +162,18 @@ class PostgresCheck(Check[PostgresOptions]):
 
     async def _query(self, budget: float) -> Outcome:
         import asyncio
+        import logging
 
         import psycopg  # heavy (~250 ms): only query-mode targets pay for it
         from psycopg.conninfo import make_conninfo
+
+        # psycopg warns when a query cancelled at the deadline is cut off ("query cancellation
+        # interrupted"): with no handler, logging's lastResort would print it amid the CLI's
+        # lines (and -o json's). A NullHandler stops only that; an application's handlers
+        # still get the record.
+        psycopg_logger = logging.getLogger("psycopg")
+        if not psycopg_logger.handlers:
+            psycopg_logger.addHandler(logging.NullHandler())
 
         from waitfor.kinds.postgres import login
         from waitfor.net import aio
@@ -306,14 +315,15 @@ async def _read_only_query(
     """``query`` as one prepared statement (a second is refused by the server) in a READ ONLY
     transaction that is rolled back, bounded by the attempt's budget on the server's side too."""
     await connection.execute("BEGIN READ ONLY")
-    try:
-        milliseconds = str(max(int(budget * 1000), 1))
-        timeout = "SELECT set_config('statement_timeout', %s, true)"  # for this transaction
-        await connection.execute(timeout, (milliseconds,))
-        cursor = await connection.execute(query, prepare=True)
-        row = await cursor.fetchone() if cursor.description else None
-    finally:
-        await connection.execute("ROLLBACK")
+    milliseconds = str(max(int(budget * 1000), 1))
+    timeout = "SELECT set_config('statement_timeout', %s, true)"  # for this transaction
+    await connection.execute(timeout, (milliseconds,))
+    cursor = await connection.execute(query, prepare=True)
+    row = await cursor.fetchone() if cursor.description else None
+    # Not in a finally: cancelled at the deadline, psycopg closes the connection, and a ROLLBACK
+    # on it would raise an Error in place of the CancelledError (the attempt then never ended).
+    # On an error the caller's ``async with`` rolls back, and closing the connection would.
+    await connection.execute("ROLLBACK")
     return sql.verdict(row)
 
 
