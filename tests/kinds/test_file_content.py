@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.attempts import assert_first_attempt_as_runner
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from waitfor import WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
@@ -224,24 +224,14 @@ def test_bad_options_are_one_line_errors(option: str, error: str) -> None:
 
 
 def test_the_cli_exit_2_and_json(tmp_path: Path) -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "file:///x#contains=%5C"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("file:///x#contains=%5C")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "Traceback" not in bad.stderr
     path = tmp_path / "done"
     path.write_text("phase=done\n")
     target = f"file://{path}#contains=phase=done&min-size=5"
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", target)
     assert good.returncode == 0, good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
     (done,) = [event for event in events if event["event"] == "ready"]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +15,7 @@ import h2.events
 import pytest
 import trustme
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
 from tests.support.ports import free_port
@@ -76,12 +75,7 @@ def test_no_health_service_is_a_configuration_error() -> None:
     with grpc_server(with_health=False) as server:
         with pytest.raises(CheckFailed, match="does not implement the gRPC health service"):
             wait_for(f"grpc://127.0.0.1:{server.port}", timeout=10)
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", f"grpc://127.0.0.1:{server.port}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = waitfor(f"grpc://127.0.0.1:{server.port}")
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].startswith("waitfor: error: grpc://127.0.0.1:")
     assert "UNIMPLEMENTED" in result.stderr

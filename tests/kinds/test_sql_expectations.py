@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from urllib.parse import quote
@@ -19,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.support.attempts import probe
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.mysqld import MariaDB
 from tests.support.pg import Cluster, bindir
@@ -299,23 +299,13 @@ def test_pg_bad_options(options: str, error: str) -> None:
 
 
 def test_the_cli_exit_2_and_json(pg: Cluster) -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "postgresql://u:hunter2@db/app#sql=DROP%20TABLE%20t"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("postgresql://u:hunter2@db/app#sql=DROP%20TABLE%20t")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "hunter2" not in bad.stderr
     pg.psql("ALTER USER postgres PASSWORD 'pg-pw-9'")
     target = f"postgresql://postgres:pg-pw-9@127.0.0.1:{pg.port}/postgres#sql=SELECT%20true"
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    good = waitfor("-o", "json", target, timeout=60)
     assert good.returncode == 0, good.stderr
     assert "pg-pw-9" not in good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
@@ -337,12 +327,7 @@ def test_pg_a_query_that_sleeps_ends_at_the_deadline(pg: Cluster, query: str) ->
 
     target = f"{pg.url()}#sql={quote(query)}"
     started = time.monotonic()
-    run = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "2", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    run = waitfor("-t", "2", "-o", "json", target)
     took = time.monotonic() - started
     assert run.returncode == 124, run.stderr
     assert took < 4, took  # it never ended: the cancellation was taken for a query error

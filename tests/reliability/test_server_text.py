@@ -14,7 +14,6 @@ import re
 import socket
 import struct
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
@@ -24,6 +23,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import scripted_peer, server_factory
@@ -40,12 +40,7 @@ LIVE_VIEW_CONTROL = re.compile(r"\x1b\[\d+F\x1b\[J")
 
 
 def waitfor_cli(mode: str, *targets: str, timeout: str = "1.5") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", mode, "-t", timeout, *targets],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return waitfor("-o", mode, "-t", timeout, *targets, timeout=60)
 
 
 def assert_no_password(output: str) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import threading
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.dnsserver import DnsServer
 from tests.support.fast import FAST
 from waitfor import TargetError, WaitTimeout, parse_target, wait_for
@@ -187,21 +187,11 @@ def test_bad_targets(text: str, problem: str) -> None:
 
 
 def test_the_cli_exit_2_and_json(server: DnsServer) -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "dns:db?type=SOA"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("dns:db?type=SOA")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     target = f"dns://{server.address}/example.test?type=MX#expect=mail.example.test"
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", target)
     assert good.returncode == 0, good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
     (done,) = [event for event in events if event["event"] == "ready"]

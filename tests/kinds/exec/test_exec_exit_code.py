@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from waitfor import WaitTimeout, wait_for
 from waitfor.core.targets import parse_target
@@ -93,21 +93,11 @@ def test_bad_values_are_one_line_errors(value: str, error: str) -> None:
 
 
 def test_the_cli_exit_2_and_json() -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "exec:true#exit-code=300"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("exec:true#exit-code=300")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "exit-code must be a number from 0 to 255" in bad.stderr
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", "exec:sh -c 'exit 5'#exit-code=5"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", "exec:sh -c 'exit 5'#exit-code=5")
     assert good.returncode == 0, good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
     (done,) = [event for event in events if event["event"] == "ready"]

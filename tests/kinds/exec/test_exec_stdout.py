@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import functools
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.waiting import reason as reason_of
 from waitfor import wait_for
@@ -73,12 +72,7 @@ def test_hostile_patterns_are_one_line_errors(option: str, error: str) -> None:
 
 
 def test_the_cli_with_a_bad_pattern_is_exit_2() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "exec:true#stdout=%5C"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = waitfor("exec:true#stdout=%5C")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr

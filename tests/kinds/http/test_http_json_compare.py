@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.servers import Script, http_server
 from tests.support.waiting import reason
@@ -114,11 +113,6 @@ def test_bad_comparisons_are_refused_when_parsed(option: str, error: str) -> Non
 
 def test_the_cli_says_what_was_there() -> None:
     with http_server(Script(body=health(1))) as (url, _):
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "1", f"{url}/#json=number_of_nodes>=3"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = waitfor("-t", "1", f"{url}/#json=number_of_nodes>=3")
     assert result.returncode == 124
     assert "json number_of_nodes is 1 (expecting >= 3)" in result.stderr

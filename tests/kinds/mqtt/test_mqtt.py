@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import MOSQUITTO_PORT, Mosquitto, have
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.servers import listening, scripted_peer, server_factory
 from tests.support.targets import refusals
@@ -78,12 +78,7 @@ def test_the_machines_anonymous_broker() -> None:
 
 
 def waitfor_exit(url: str) -> tuple[int, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "1", url],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = waitfor("-t", "1", url)
     return result.returncode, result.stderr
 
 

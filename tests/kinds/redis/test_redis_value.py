@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import server_factory
@@ -148,24 +148,14 @@ def test_bad_options_are_one_line_errors(options: str, error: str) -> None:
 
 
 def test_the_cli_exit_2_and_json(running: RedisServer) -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "redis://:hunter2@db#value=x"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("redis://:hunter2@db#value=x")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "hunter2" not in bad.stderr
     running.cli("CONFIG", "SET", "requirepass", "pw-77")
     running.cli("SET", "ready", "yes", password="pw-77")
     target = f"redis://:pw-77@127.0.0.1:{running.port}#key=ready&value=yes"
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", target)
     assert good.returncode == 0, good.stderr
     assert "pw-77" not in good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
