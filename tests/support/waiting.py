@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -16,3 +18,15 @@ def reason(target: str, timeout: float = 0.4, **options: Any) -> str:
     with pytest.raises(WaitTimeout) as info:
         wait_for(target, timeout=timeout, **options)
     return info.value.results[0].reason
+
+
+def assert_a_silent_listener_times_out(scheme: str) -> None:
+    """A listener that accepts and never speaks: a 1 s wait of 0.4 s attempts on
+    ``SCHEME://127.0.0.1:PORT`` ends in under 3 s, its reason "timed out ..."."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(f"{scheme}://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
+    assert time.monotonic() - started < 3
+    assert info.value.results[0].reason.startswith("timed out")
