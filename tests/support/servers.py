@@ -287,6 +287,17 @@ def scripted_peer(
         listener.close()
 
 
+def says_after_reading(answer: bytes, size: int) -> Callable[[socket.socket], None]:
+    """A :func:`scripted_peer` part: reads (up to ``size`` bytes of) what the client says
+    first, then sends ``answer`` (nothing where it is empty) and hangs up."""
+
+    def say(conn: socket.socket) -> None:
+        conn.recv(size)
+        conn.sendall(answer)
+
+    return say
+
+
 def read_request(conn: socket.socket) -> bytes:
     """A request's head and its Content-Length body, as they arrived."""
     data = b""

@@ -18,9 +18,10 @@ import trustme
 from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import RabbitNode, RabbitScratch, tls_terminator
 from tests.support.fast import FAST
-from tests.support.servers import scripted_peer
+from tests.support.servers import says_after_reading, scripted_peer
 from tests.support.targets import refusals
 from tests.support.waiting import assert_a_silent_listener_times_out
+from tests.support.waiting import reason as reason_of
 from waitfor import Outcome, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.amqp import wire as amqp
@@ -334,13 +335,8 @@ def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> Non
     ],
 )
 def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
-    def say(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(answer)
-
-    with scripted_peer(say) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert reason in info.value.results[0].reason
+    with scripted_peer(says_after_reading(answer, 8)) as port:
+        assert reason in reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
 
 
 def test_a_listener_that_never_speaks_times_out() -> None:

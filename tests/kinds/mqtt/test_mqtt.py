@@ -20,9 +20,10 @@ from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import MOSQUITTO_PORT, Mosquitto, have
 from tests.support.command import waitfor
 from tests.support.fast import FAST
-from tests.support.servers import listening, scripted_peer, server_factory
+from tests.support.servers import listening, says_after_reading, scripted_peer, server_factory
 from tests.support.targets import refusals
 from tests.support.waiting import assert_a_silent_listener_times_out
+from tests.support.waiting import reason as reason_of
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.mqtt.check import MqttCheck
@@ -234,13 +235,8 @@ def test_ping_is_not_ready_while_the_server_is_unavailable() -> None:
     ],
 )
 def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
-    def say(conn: socket.socket) -> None:
-        conn.recv(1000)
-        conn.sendall(answer)
-
-    with scripted_peer(say) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"mqtt://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert reason in info.value.results[0].reason
+    with scripted_peer(says_after_reading(answer, 1000)) as port:
+        assert reason in reason_of(f"mqtt://127.0.0.1:{port}", timeout=0.5)
 
 
 def test_a_listener_that_never_speaks_times_out() -> None:
