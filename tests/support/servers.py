@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tests.support.ports import free_port
 
@@ -76,6 +76,19 @@ class ServerProcess:
 
 
 P = TypeVar("P", bound=ServerProcess)
+
+
+class _Startable(Protocol):
+    def start(self, wait: bool = True) -> None: ...
+
+
+S = TypeVar("S", bound=_Startable)
+
+
+def started(server: S) -> S:
+    """``server`` started (its start waits until it is up), handed back: a fixture's value."""
+    server.start()
+    return server
 
 
 @contextmanager

@@ -28,7 +28,7 @@ import trustme
 from tests.support.attempts import assert_first_attempt_as_runner, probe
 from tests.support.mysqld import MariaDB
 from tests.support.ports import free_port
-from tests.support.servers import Script, banner_server, http_server, scripted_peer
+from tests.support.servers import Script, banner_server, http_server, scripted_peer, started
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
@@ -56,9 +56,7 @@ def assert_parity(host: str, port: int, user: str = "", password: str = "") -> O
 
 @pytest.fixture
 def running(mariadb: MakeServer) -> MariaDB:
-    server = mariadb()
-    server.start()
-    return server
+    return started(mariadb())
 
 
 # --- the parity matrix with mysqladmin ping ---------------------------------------------------

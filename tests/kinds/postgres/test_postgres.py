@@ -22,7 +22,7 @@ import trustme
 
 from tests.support.pg import Cluster
 from tests.support.ports import free_port
-from tests.support.servers import Script, banner_server, http_server, scripted_peer
+from tests.support.servers import Script, banner_server, http_server, scripted_peer, started
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.postgres.ping import ping, tls_context
@@ -75,9 +75,7 @@ def assert_parity(conninfo: str, expected: int) -> str:
 
 @pytest.fixture
 def running(pg_cluster: MakeCluster) -> Cluster:
-    cluster = pg_cluster()
-    cluster.start()
-    return cluster
+    return started(pg_cluster())
 
 
 # --- the parity matrix ---------------------------------------------------------------------
