@@ -20,17 +20,14 @@ from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.targets import refusals
-from waitfor import WaitTimeout, wait_for
+from tests.support.waiting import readiness
+from waitfor import wait_for
 
 MIB = 1024 * 1024  # the issue says the first 1 MiB: not read from the code under test
 
 
 def ready(target: str) -> tuple[bool, str]:
-    try:
-        (result,) = wait_for(target, timeout=0.3, backoff=FAST)
-    except WaitTimeout as timeout:
-        return False, timeout.results[0].reason
-    return True, result.reason
+    return readiness(target, timeout=0.3)
 
 
 def grep_says(path: Path, pattern: str) -> bool:

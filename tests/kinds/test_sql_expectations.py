@@ -23,7 +23,8 @@ from tests.support.fast import FAST
 from tests.support.mysqld import MariaDB
 from tests.support.pg import Cluster, bindir
 from tests.support.targets import refusals
-from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
+from tests.support.waiting import readiness
+from waitfor import CheckFailed, TargetError, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.core.registry import check_class
 
@@ -87,11 +88,7 @@ def client_says_true(result: subprocess.CompletedProcess[str]) -> bool:
 
 
 def ready(target: str) -> tuple[bool, str]:
-    try:
-        (result,) = wait_for(target, timeout=1.0, backoff=FAST)
-    except WaitTimeout as timeout:
-        return False, timeout.results[0].reason
-    return True, result.reason
+    return readiness(target, timeout=1.0)
 
 
 # --- PostgreSQL #table ---------------------------------------------------------------------

@@ -30,3 +30,13 @@ def assert_a_silent_listener_times_out(scheme: str) -> None:
             wait_for(f"{scheme}://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
     assert time.monotonic() - started < 3
     assert info.value.results[0].reason.startswith("timed out")
+
+
+def readiness(target: str, timeout: float) -> tuple[bool, str]:
+    """A wait on one target (quick retries): whether it was ready within ``timeout``, and the
+    reason it gave, ready or not."""
+    try:
+        (result,) = wait_for(target, timeout=timeout, backoff=FAST)
+    except WaitTimeout as info:
+        return False, info.results[0].reason
+    return True, result.reason

@@ -18,7 +18,8 @@ from tests.support.command import waitfor
 from tests.support.dnsserver import DnsServer
 from tests.support.fast import FAST
 from tests.support.targets import refusals
-from waitfor import WaitTimeout, parse_target, wait_for
+from tests.support.waiting import readiness
+from waitfor import parse_target, wait_for
 from waitfor.kinds.dns.check import DnsCheck
 
 pytestmark = pytest.mark.skipif(
@@ -77,11 +78,7 @@ def dig_holds(records: list[str], rdtype: str, value: str) -> bool:
 
 
 def ready(target: str) -> tuple[bool, str]:
-    try:
-        (result,) = wait_for(target, timeout=1.5, backoff=FAST)
-    except WaitTimeout as timeout:
-        return False, timeout.results[0].reason
-    return True, result.reason
+    return readiness(target, timeout=1.5)
 
 
 def shown_records(reason: str) -> list[str]:

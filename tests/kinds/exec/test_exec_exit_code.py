@@ -11,7 +11,8 @@ import pytest
 
 from tests.support.command import waitfor
 from tests.support.fast import FAST
-from waitfor import WaitTimeout, wait_for
+from tests.support.waiting import readiness
+from waitfor import wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 
@@ -19,11 +20,7 @@ COMMANDS = ["true", "false", "sh -c 'exit 3'", "sh -c 'exit 255'", "sh -c 'echo 
 
 
 def ready(target: str) -> tuple[bool, str]:
-    try:
-        (result,) = wait_for(target, timeout=0.4, backoff=FAST)
-    except WaitTimeout as timeout:
-        return False, timeout.results[0].reason
-    return True, result.reason
+    return readiness(target, timeout=0.4)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
