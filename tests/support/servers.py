@@ -275,12 +275,22 @@ def scripted_peer(
     what no real server can be made to say on demand. Yields the port."""
     listener = socket.create_server((host, 0), backlog=64)
     listener.settimeout(0.05)
-    stop = threading.Event()
 
     def serve_one(conn: socket.socket) -> None:
         with conn, contextlib.suppress(OSError):
             conn.settimeout(5)  # a silent client cannot hold the peer
             answer(conn)
+
+    with accepting(listener, serve_one):
+        yield int(listener.getsockname()[1])
+
+
+@contextmanager
+def accepting(listener: socket.socket, handle: Callable[[socket.socket], None]) -> Iterator[None]:
+    """Every connection ``listener`` accepts handed to ``handle`` in a thread of its own, until
+    the block ends; then the listener is closed. The listener's timeout (set by the caller) is
+    how soon the end is noticed."""
+    stop = threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
@@ -288,12 +298,12 @@ def scripted_peer(
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield int(listener.getsockname()[1])
+        yield
     finally:
         stop.set()
         thread.join()
