@@ -7,7 +7,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import h2.config
 import h2.connection
@@ -110,18 +109,6 @@ def test_a_silent_listener_times_out() -> None:
     with tcp_listener(port):  # accepts and closes at once
         (reason,) = reasons(f"grpc://127.0.0.1:{port}")
     assert "closed the connection" in reason or "connection reset" in reason
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-@pytest.fixture
-def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
-    path = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return str(path)
 
 
 def tls_pair(ca: trustme.CA, *names: str) -> tuple[bytes, bytes]:

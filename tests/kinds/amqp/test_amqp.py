@@ -245,11 +245,6 @@ def _open_only(user: str, vhost: str) -> Conversation:
 # --- TLS, through a TLS-terminating proxy in front of the shared broker ------------------------
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
 def test_amqps_through_a_tls_terminator(ca: trustme.CA, tmp_path: Path, address: str) -> None:
     cert, key, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
     issued = ca.issue_cert("127.0.0.1")

@@ -144,11 +144,6 @@ def tls_server(
         yield server
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
 def kubeconfig(folder: Path, ca: trustme.CA, server: str, user: object = None) -> Path:
     path = folder / "config"
     data = base64.b64encode(ca.cert_pem.bytes()).decode()
