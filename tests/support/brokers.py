@@ -181,6 +181,17 @@ class RabbitNode:
         self.node = self.root = None
 
 
+@contextmanager
+def rabbit_node() -> Iterator[RabbitNode]:
+    """A RabbitMQ node of its own, started; stopped afterwards, pass or fail."""
+    node = RabbitNode()
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
+
+
 class RabbitScratch:
     """Users and vhosts with unique random names on a RabbitMQ, removed by cleanup().
 

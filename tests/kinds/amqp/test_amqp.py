@@ -16,7 +16,7 @@ import pytest
 import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
-from tests.support.brokers import RabbitNode, RabbitScratch, tls_terminator
+from tests.support.brokers import RabbitNode, RabbitScratch, rabbit_node, tls_terminator
 from tests.support.fast import FAST
 from tests.support.servers import says_after_reading, scripted_peer
 from tests.support.targets import refusals
@@ -31,12 +31,8 @@ from waitfor.net.conversation import Conversation, Send, run_async
 
 @pytest.fixture(scope="module")
 def rabbit() -> Iterator[RabbitNode]:
-    node = RabbitNode()
-    try:
-        node.start()
+    with rabbit_node() as node:
         yield node
-    finally:
-        node.stop()
 
 
 @pytest.fixture
