@@ -20,7 +20,7 @@ from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.targets import refusals
-from tests.support.waiting import readiness
+from tests.support.waiting import meanwhile, readiness
 from waitfor import wait_for
 
 MIB = 1024 * 1024  # the issue says the first 1 MiB: not read from the code under test
@@ -94,12 +94,8 @@ def test_contains_waits_for_the_line_to_be_written(tmp_path: Path) -> None:
         with path.open("a") as log:
             log.write("listening\n")
 
-    timer = threading.Timer(0.4, append)
-    timer.start()
-    try:
+    with meanwhile(0.4, append):
         (result,) = wait_for(f"file://{path}#contains=listening", timeout=10, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     assert grep_says(path, "listening")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 from collections.abc import Callable
 from urllib.parse import quote
 
@@ -23,7 +22,7 @@ from tests.support.fast import FAST
 from tests.support.mysqld import MariaDB
 from tests.support.pg import Cluster, bindir
 from tests.support.targets import refusals
-from tests.support.waiting import readiness
+from tests.support.waiting import meanwhile, readiness
 from waitfor import CheckFailed, TargetError, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.core.registry import check_class
@@ -114,12 +113,8 @@ def test_pg_table_agrees_with_psql(pg: Cluster, table: str) -> None:
 def test_pg_table_appears_after_migrations(pg: Cluster) -> None:
     target = pg.url(extra="#table=app.schema_migrations")
     assert not ready(target)[0]
-    timer = threading.Timer(0.5, lambda: pg.psql("CREATE TABLE app.schema_migrations (v int)"))
-    timer.start()
-    try:
+    with meanwhile(0.5, lambda: pg.psql("CREATE TABLE app.schema_migrations (v int)")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     assert result.reason == "table 'app.schema_migrations' exists"
 
@@ -195,12 +190,8 @@ def test_a_marker_row_awaited(pg: Cluster, my: MariaDB) -> None:
         pg.psql("CREATE TABLE marker (v int); INSERT INTO marker VALUES (1)")
         pg.psql("INSERT INTO marker VALUES (3)")
 
-    timer = threading.Timer(0.3, migrate)
-    timer.start()
-    try:
+    with meanwhile(0.3, migrate):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     my.sql("CREATE TABLE app.marker (v INT); INSERT INTO app.marker VALUES (3)")
     assert probe(my.url("app", extra=f"#sql={query}")).ready

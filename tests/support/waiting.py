@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -40,3 +43,15 @@ def readiness(target: str, timeout: float) -> tuple[bool, str]:
     except WaitTimeout as info:
         return False, info.results[0].reason
     return True, result.reason
+
+
+@contextmanager
+def meanwhile(delay: float, action: Callable[[], object]) -> Iterator[None]:
+    """``action`` run ``delay`` seconds into the block (a server started, a record added while
+    a wait is under way); the block's end waits for it to have run."""
+    timer = threading.Timer(delay, action)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.join()

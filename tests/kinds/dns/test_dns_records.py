@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
 
 import pytest
 
@@ -18,7 +17,7 @@ from tests.support.command import waitfor
 from tests.support.dnsserver import DnsServer
 from tests.support.fast import FAST
 from tests.support.targets import refusals
-from tests.support.waiting import readiness
+from tests.support.waiting import meanwhile, readiness
 from waitfor import parse_target, wait_for
 from waitfor.kinds.dns.check import DnsCheck
 
@@ -132,14 +131,8 @@ def test_expect_is_value_by_wait4xs_name(server: DnsServer) -> None:
 def test_a_record_that_appears_later(server: DnsServer) -> None:
     target = f"dns://{server.address}/example.test?type=MX#expect=mx3.example.test"
     assert not ready(target)[0]
-    timer = threading.Timer(
-        0.5, lambda: server.add_config("mx-host=example.test,mx3.example.test,5")
-    )
-    timer.start()
-    try:
+    with meanwhile(0.5, lambda: server.add_config("mx-host=example.test,mx3.example.test,5")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     assert "5 mx3.example.test" in dig(server, "example.test", "MX")
     assert "5 mx3.example.test" in result.reason

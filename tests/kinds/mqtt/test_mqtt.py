@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.servers import listening, says_after_reading, scripted_peer, server_factory
 from tests.support.targets import refusals
-from tests.support.waiting import assert_a_silent_listener_times_out
+from tests.support.waiting import assert_a_silent_listener_times_out, meanwhile
 from tests.support.waiting import reason as reason_of
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
@@ -147,12 +146,8 @@ def test_ping_needs_no_credentials(mosquitto: MakeBroker) -> None:
 
 def test_waits_for_a_broker_that_starts_later(mosquitto: MakeBroker) -> None:
     broker = mosquitto(users={"app": "right"})
-    started = threading.Timer(1.0, broker.start)
-    started.start()
-    try:
+    with meanwhile(1.0, broker.start):
         result = wait_for(f"mqtt://app:right@127.0.0.1:{broker.port}", timeout=30)[0]
-    finally:
-        started.join()
     assert result.attempts > 1
     assert result.reason == "CONNACK: accepted"
 

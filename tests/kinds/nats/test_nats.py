@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from tests.support.brokers import NATS_PORT, NatsServer, have
 from tests.support.fast import FAST
 from tests.support.servers import listening, scripted_peer, server_factory
 from tests.support.targets import refusals
-from tests.support.waiting import assert_a_silent_listener_times_out
+from tests.support.waiting import assert_a_silent_listener_times_out, meanwhile
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.nats.check import NatsCheck
@@ -104,12 +103,8 @@ def test_token(nats: MakeServer) -> None:
 def test_jetstream_starting_later(nats: MakeServer) -> None:
     """Waiting from before the server exists until JetStream answers."""
     server = nats(jetstream=True)
-    starter = threading.Timer(1.0, server.start)
-    starter.start()
-    try:
+    with meanwhile(1.0, server.start):
         result = wait_for(f"nats://127.0.0.1:{server.port}#jetstream", timeout=30)[0]
-    finally:
-        starter.join()
     assert result.attempts > 1
     assert result.reason.startswith("JetStream answers on nats-server"), result.reason
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -22,6 +21,7 @@ from tests.support.fast import FAST
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import server_factory
 from tests.support.targets import refusals
+from tests.support.waiting import meanwhile
 from waitfor import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -103,12 +103,8 @@ def test_waits_for_the_value_to_change(running: RedisServer) -> None:
     target = url(running, "migration", "^done$")
     with pytest.raises(WaitTimeout):
         wait_for(target, timeout=0.5, backoff=FAST)
-    timer = threading.Timer(0.3, lambda: running.cli("SET", "migration", "done"))
-    timer.start()
-    try:
+    with meanwhile(0.3, lambda: running.cli("SET", "migration", "done")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     assert redis_cli_says(running, "migration", "^done$")
 
