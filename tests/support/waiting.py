@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.fast import FAST
-from waitfor import WaitTimeout, wait_for
+from waitfor import WaitTimeout, parse_target, wait_for
 
 
 def reason(target: str, timeout: float = 0.4, **options: Any) -> str:
@@ -55,3 +55,12 @@ def meanwhile(delay: float, action: Callable[[], object]) -> Iterator[None]:
         yield
     finally:
         timer.join()
+
+
+def shown_after_a_timeout(text: str, timeout: float = 0.3) -> str:
+    """All a user is shown of a target that times out: its str and repr, the WaitTimeout's
+    message and its results."""
+    target = parse_target(text)
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(target, timeout=timeout)
+    return f"{target} {target!r} {info.value} {info.value.results}"
