@@ -23,6 +23,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
+from tests.support.brokers import jetstream_greeting
 from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.redisd import RedisServer, unavailable_reason
@@ -196,13 +197,7 @@ def amqp_forger(conn: socket.socket) -> None:
 
 def jetstream_forger(conn: socket.socket) -> None:
     port = conn.getsockname()[1]
-    conn.sendall(b'INFO {"version":"9.9.9"}\r\n')
-    buffer = b""
-    while b"PING" not in buffer:
-        buffer += conn.recv(1000)
-    conn.sendall(b"PONG\r\n")
-    while b"$JS.API.INFO" not in buffer:
-        buffer += conn.recv(1000)
+    jetstream_greeting(conn)
     forged = FORGED.format(target=f"nats://127.0.0.1:{port}#jetstream")
     description = json.dumps({"error": {"code": 503, "description": f"off\x1b[2J\n{forged}"}})
     payload = description.encode()

@@ -11,7 +11,7 @@ import pytest
 import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
-from tests.support.brokers import NATS_PORT, NatsServer, have
+from tests.support.brokers import NATS_PORT, NatsServer, have, jetstream_greeting
 from tests.support.fast import FAST
 from tests.support.servers import listening, scripted_peer, server_factory
 from tests.support.targets import refusals
@@ -181,13 +181,7 @@ def msg(payload: bytes) -> bytes:
 )
 def test_hostile_jetstream_answers(reply: bytes, reason: str) -> None:
     def say(conn: socket.socket) -> None:
-        conn.sendall(b'INFO {"version":"9.9.9"}\r\n')
-        buffer = b""
-        while b"PING" not in buffer:
-            buffer += conn.recv(1000)
-        conn.sendall(b"PONG\r\n")
-        while b"$JS.API.INFO" not in buffer:
-            buffer += conn.recv(1000)
+        jetstream_greeting(conn)
         conn.sendall(reply)
         conn.recv(1000)
 
