@@ -83,6 +83,9 @@ class DockerCheck(Check[DockerOptions]):
         if log is not None:
             from waitfor.kind import compile_pattern
 
+            if not log:  # would match any line: "any output at all" is not what was meant
+                raise ValueError("log must be a pattern, not empty")
+
             try:
                 compile_pattern(log)  # the pattern as written: its errors quote it so
                 # searched over many lines at once, ^ and $ at each line's ends
