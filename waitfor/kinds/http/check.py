@@ -407,9 +407,6 @@ def _json_expectations(texts: list[str]) -> tuple[JsonExpectation, ...]:
 
 
 def _compile(pattern: str) -> Pattern:
-    from waitfor.kind import compile_pattern
+    from waitfor.kind import option_pattern  # RE2 only for a target with a body regex
 
-    try:
-        return compile_pattern(pattern)
-    except ValueError as exc:
-        raise ValueError(f"body {exc}") from None
+    return option_pattern("body", pattern)
