@@ -71,8 +71,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``--dist loadfile`` (scripts/test), each test file runs on one worker, so that its
-    module-scoped servers, virtualenvs and tallies are made once, as in a serial run; and all of
-    tests/image/ on one worker: one image build, no two podman runs fighting for the two cores.
+    module-scoped servers, virtualenvs and tallies are made once, as in a serial run; all of
+    tests/image/ on one worker: one image build, no two podman runs fighting for the two cores;
+    and all of tests/kinds/k8s/ on one worker: one Kubernetes lab (an API server and etcd each)
+    rather than one per worker on two cores, where a loaded API server missed 1 s deadlines.
     (xdist's loadgroup would say this with marks, but it cannot rename nodes under pytest 9.)"""
     if config.getvalue("dist") != "loadfile":
         return None
@@ -81,7 +83,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "tests/image/" if path.startswith("tests/image/") else path
+            for group in ("tests/image/", "tests/kinds/k8s/"):
+                if path.startswith(group):
+                    return group
+            return path
 
     return FileScheduling(config, log)
 

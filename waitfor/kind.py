@@ -72,7 +72,7 @@ Also here, for kinds: the conversation template (:class:`ConversationCheck`, its
 (:mod:`seeds <waitfor.core.seeds>`), the value base :class:`Value`, URL and redaction helpers
 (:func:`urlsplit`, :func:`unquote`, :func:`host_port`, :func:`userinfo`, :func:`query`,
 :data:`MASK`, :func:`is_secret_name`, and the modules ``urls``, ``redaction``, ``sanitize``),
-RE2 patterns (:class:`Pattern`, :func:`compile_pattern`), JSON expectations
+RE2 patterns (:class:`Pattern`, :func:`compile_pattern`, :func:`option_pattern`), JSON expectations
 (:class:`JsonExpectation`, the module ``jsonexpect``), SQL expectations (the module ``sql``:
 which ``#sql=`` queries are taken, what their answer means), :class:`KindError` (what a
 third-party kind that cannot be loaded is reported as), and :class:`Backoff` (the runner's
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from waitfor.base import jsonexpect as jsonexpect
     from waitfor.base import sql as sql
     from waitfor.base.jsonexpect import JsonExpectation
-    from waitfor.base.patterns import Pattern, compile_pattern
+    from waitfor.base.patterns import Pattern, compile_pattern, option_pattern
     from waitfor.core import seeds as seeds
     from waitfor.core.conversation_check import (
         ConversationCheck,
@@ -150,6 +150,7 @@ __all__ = [
     "is_secret_name",
     "jsonexpect",
     "open_stream",
+    "option_pattern",
     "query",
     "redaction",
     "reject_unknown",
@@ -178,7 +179,7 @@ _LAZY = {
         ("ConversationCheck", "ConversationOptions", "ProtocolError"),
         "waitfor.core.conversation_check",
     ),
-    **dict.fromkeys(("Pattern", "compile_pattern"), "waitfor.base.patterns"),
+    **dict.fromkeys(("Pattern", "compile_pattern", "option_pattern"), "waitfor.base.patterns"),
     "JsonExpectation": "waitfor.base.jsonexpect",
 }
 _LAZY_MODULES = {

@@ -101,3 +101,12 @@ def compile_pattern(pattern: str) -> Pattern:
             f"({compiled.programsize} RE2 instructions; at most {MAX_PROGRAM_SIZE})"
         )
     return Pattern(pattern, compiled)
+
+
+def option_pattern(option: str, pattern: str) -> Pattern:
+    """:func:`compile_pattern` for the option ``option`` (``body``, ``log``): its errors begin
+    with the option's name."""
+    try:
+        return compile_pattern(pattern)
+    except ValueError as exc:
+        raise ValueError(f"{option} {exc}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from waitfor.base.options import OptionPairs, choice, single
 from waitfor.base.outcome import Outcome
 
 MAX_LENGTH = 10_000
@@ -20,6 +21,24 @@ MAX_LENGTH = 10_000
 #: runs ``/*! … */`` (``/*!DROP TABLE t*/ SELECT 1`` would not be a SELECT)
 _FIRST_WORD = re.compile(r"[\s(]*([A-Za-z]*)")
 READING = ("SELECT", "WITH")
+#: a SQL kind's modes: its native ping, or a login and a query
+MODES = ("ping", "query")
+
+
+def query_options(
+    pairs: OptionPairs, logs_in_too: str | None = None
+) -> tuple[str, str | None, str | None]:
+    """A SQL kind's ``mode``, ``table`` and ``sql`` (as written: :func:`select_statement` checks
+    it). ``table`` and ``sql`` need the login, so they make ``query`` the default mode and are
+    refused with ``mode=ping``; so is ``logs_in_too``, another option given that needs it (named
+    first: postgres's ``primary``)."""
+    table, query = single(pairs, "table"), single(pairs, "sql")
+    logs_in = table is not None or query is not None
+    mode = choice(pairs, "mode", MODES, "query" if logs_in else "ping")
+    if (logs_in_too or logs_in) and mode != "query":
+        what = logs_in_too or ("table" if table is not None else "sql")
+        raise ValueError(f"{what} needs mode=query (a ping does not log in)")
+    return mode, table, query
 
 
 def select_statement(text: str) -> str:

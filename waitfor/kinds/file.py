@@ -74,12 +74,9 @@ class FileCheck(Check[FileOptions]):
         pattern = single(pairs, "contains")
         contains = None
         if pattern is not None:
-            from waitfor.kind import compile_pattern
+            from waitfor.kind import option_pattern
 
-            try:
-                contains = compile_pattern(pattern)
-            except ValueError as exc:
-                raise ValueError(f"contains {exc}") from None
+            contains = option_pattern("contains", pattern)
         return FileOptions(nonempty, None if size is None else int(size), contains)
 
     async def probe(self, deadline: Deadline) -> Outcome:

@@ -33,6 +33,7 @@ from waitfor.kind import (
     urls,
 )
 from waitfor.net import tls
+from waitfor.net.varint import varint
 
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
@@ -259,21 +260,12 @@ def _take_headers(answer: _Answer, headers: Any) -> None:
 def _request(service: str) -> bytes:
     """HealthCheckRequest{service}: field 1, length-delimited; empty is the default, omitted."""
     encoded = service.encode()
-    return b"\x0a" + _varint(len(encoded)) + encoded if encoded else b""
+    return b"\x0a" + varint(len(encoded)) + encoded if encoded else b""
 
 
 def _frame(message: bytes) -> bytes:
     """gRPC length-prefixed message: not compressed, 4-byte big-endian length."""
     return struct.pack(">BI", 0, len(message)) + message
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def _serving_status(body: bytes) -> str:

@@ -11,6 +11,7 @@
   client and credentials (the k8s kind and ``--events``).
 - :mod:`.glibc`: glibc's resolver, emulated (dns and mongodb+srv); :mod:`.dnsstub`: it on the
   event loop.
+- :mod:`.varint`: base-128 varints, written as protobuf (grpc), MQTT and Kafka write them.
 
 It imports nothing of waitfor above it (only :mod:`waitfor.base`).
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import asyncio
     import ssl
     from collections.abc import Callable
-    from typing import Protocol, TypeVar
+    from typing import Protocol, TypedDict, TypeVar, Unpack
 
     from waitfor.base.deadline import Deadline
 
@@ -89,6 +89,18 @@ if TYPE_CHECKING:  # for annotations only: a generic alias made at run time cost
     #: a protocol exchange whose answer is a T
     Exchange = Generator[Step, bytes, T]
     TlsFactory = Callable[[], ssl.SSLContext]
+
+    class Upgrading(TypedDict, total=False):
+        """:func:`exchange_blocking`'s keywords, which :func:`run_blocking` passes on."""
+
+        tls: TlsFactory | None
+        server_hostname: str
+
+    class Driving(Upgrading, total=False):
+        """:func:`exchange_async`'s keywords, which :func:`run_async` passes on."""
+
+        deadline: float
+
 
 #: reads one conversation may make: the longest real exchange needs dozens; a peer that floods
 #: (heartbeats, +OK, PINGs) is not answering, and a reply no longer counts as a sign of life
@@ -286,21 +298,11 @@ async def run_async(
     conversation: Conversation,
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
-    *,
-    tls: TlsFactory | None = None,
-    server_hostname: str = "",
-    deadline: float = INF,
+    **driving: Unpack[Driving],
 ) -> Outcome:
     """:func:`exchange_async` for a conversation: a flood is not ready, and says so."""
     try:
-        return await exchange_async(
-            conversation,
-            reader,
-            writer,
-            tls=tls,
-            server_hostname=server_hostname,
-            deadline=deadline,
-        )
+        return await exchange_async(conversation, reader, writer, **driving)
     except Flooded as exc:
         return Outcome.down(str(exc))
 
@@ -425,15 +427,11 @@ def run_blocking(
     conversation: Conversation,
     sock: socket.socket,
     deadline: float,
-    *,
-    tls: TlsFactory | None = None,
-    server_hostname: str = "",
+    **upgrading: Unpack[Upgrading],
 ) -> Outcome:
     """:func:`exchange_blocking` for a conversation: a flood is not ready, and says so."""
     try:
-        return exchange_blocking(
-            conversation, sock, deadline, tls=tls, server_hostname=server_hostname
-        )
+        return exchange_blocking(conversation, sock, deadline, **upgrading)
     except Flooded as exc:
         return Outcome.down(str(exc))
 

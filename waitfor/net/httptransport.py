@@ -228,6 +228,17 @@ def _httpx_errors() -> Iterator[None]:
         raise httpx.TransportError(str(exc)) from exc
 
 
+async def read_raw(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of a streamed response's body as they come off the wire, still
+    encoded (a gzip bomb is bounded too); the rest is not read."""
+    data = bytearray()
+    async for chunk in response.aiter_raw():
+        data += chunk[: limit - len(data)]
+        if len(data) >= limit:
+            break
+    return bytes(data)
+
+
 def describe_transport_error(exc: httpx.TransportError) -> str:
     """The innermost cause in a few words: "connection refused", "certificate verify failed..."."""
     import ssl

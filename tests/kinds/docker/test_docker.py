@@ -295,6 +295,7 @@ def test_docker_host_tcp(tmp_path: Path) -> None:
         ("docker:app#exited=256", {}, "exited must be an exit code 0-255, not '256'"),
         ("docker:app#exited=0&log=x", {}, "give exited or log, not both"),
         ("docker:app#log=(?=x)", {}, "log regex '(?=x)' is invalid"),
+        ("docker:app#log=", {}, "log must be a pattern, not empty"),
         ("docker:app#health=1", {}, "unknown option 'health' (known: exited, log)"),
         ("docker:app", {"DOCKER_HOST": "ssh://me@host"}, "DOCKER_HOST ssh:// is not supported"),
         ("docker:app", {"DOCKER_HOST": "/var/run/docker.sock"}, "DOCKER_HOST must be unix:///"),

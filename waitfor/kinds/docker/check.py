@@ -81,14 +81,13 @@ class DockerCheck(Check[DockerOptions]):
                 raise ValueError(f"exited must be an exit code 0-255, not {exited[:20]!r}")
             return DockerOptions(exited=int(code))
         if log is not None:
-            from waitfor.kind import compile_pattern
+            from waitfor.kind import option_pattern
 
-            try:
-                compile_pattern(log)  # the pattern as written: its errors quote it so
-                # searched over many lines at once, ^ and $ at each line's ends
-                return DockerOptions(log=compile_pattern(f"(?m:{log})"), log_text=log)
-            except ValueError as exc:
-                raise ValueError(f"log {exc}") from None
+            if not log:  # would match any line: "any output at all" is not what was meant
+                raise ValueError("log must be a pattern, not empty")
+            option_pattern("log", log)  # the pattern as written: its errors quote it so
+            # searched over many lines at once, ^ and $ at each line's ends
+            return DockerOptions(log=option_pattern("log", f"(?m:{log})"), log_text=log)
         return DockerOptions()
 
     @cached_property

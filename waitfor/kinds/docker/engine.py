@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 from waitfor.kind import Value, sanitize, unquote
 
 if TYPE_CHECKING:
-    import httpx
-
     from waitfor.kind import Deadline
 
 #: where an engine listens when DOCKER_HOST is not set: Docker's socket, then rootful Podman's
@@ -138,6 +136,8 @@ class Engine:
         (``TIMESTAMP MESSAGE`` each), at most about LOG_BATCH bytes held; NoSuchContainer."""
         import httpx
 
+        from waitfor.net.httptransport import read_raw
+
         query = {"stdout": "1", "stderr": "1", "timestamps": "1"}
         if since:
             query["since"] = since
@@ -148,7 +148,7 @@ class Engine:
             response = await self.client.send(request, stream=True)
             try:
                 if response.status_code != 200:
-                    raise self._answered(response.status_code, await _read(response, 65536))
+                    raise self._answered(response.status_code, await read_raw(response, 65536))
                 frames, text = bytearray(), bytearray()
                 async for chunk in response.aiter_raw():
                     if tty:
@@ -173,11 +173,13 @@ class Engine:
                 await response.aclose()
 
     async def _get(self, path: str, deadline: Deadline, limit: int) -> tuple[int, bytes]:
+        from waitfor.net.httptransport import read_raw
+
         with self._errors():
             request = self.client.build_request("GET", path, timeout=_left(deadline))
             response = await self.client.send(request, stream=True)
             try:
-                return response.status_code, await _read(response, limit)
+                return response.status_code, await read_raw(response, limit)
             finally:
                 await response.aclose()
 
@@ -246,15 +248,6 @@ def demultiplex(frames: bytearray) -> bytes:
         offset += 8 + size
     del frames[:offset]
     return bytes(out)
-
-
-async def _read(response: httpx.Response, limit: int) -> bytes:
-    data = bytearray()
-    async for chunk in response.aiter_raw():
-        data += chunk[: limit - len(data)]
-        if len(data) >= limit:
-            break
-    return bytes(data)
 
 
 def _left(deadline: Deadline) -> float:

@@ -67,12 +67,9 @@ class ExecCheck(Check[ExecOptions]):
         pattern = single(pairs, "stdout")
         if pattern is None:
             return ExecOptions(exit_code=code)
-        from waitfor.kind import compile_pattern
+        from waitfor.kind import option_pattern
 
-        try:
-            return ExecOptions(compile_pattern(pattern), code)
-        except ValueError as exc:
-            raise ValueError(f"stdout {exc}") from None
+        return ExecOptions(option_pattern("stdout", pattern), code)
 
     @classmethod
     def parse_address(cls, scheme: str, url: str) -> Address:

@@ -266,7 +266,9 @@ class HttpCheck(Check[HttpOptions]):
             if isinstance(step, Search):
                 answer = await step.pattern.search(step.data)
             else:
-                answer = await read_bounded(response)
+                from waitfor.net.httptransport import read_raw
+
+                answer = await read_raw(response, BODY_LIMIT)
         return step
 
     async def aclose(self) -> None:
@@ -304,16 +306,6 @@ def _unfollowable(url: httpx.URL) -> str:
     if url.port is not None and not 0 < url.port < 65536:
         return "to an invalid port"
     return ""
-
-
-async def read_bounded(response: httpx.Response) -> bytes:
-    """At most BODY_LIMIT bytes off the wire, still encoded (a gzip bomb is bounded here too)."""
-    data = bytearray()
-    async for chunk in response.aiter_raw():
-        data += chunk[: BODY_LIMIT - len(data)]
-        if len(data) >= BODY_LIMIT:
-            break
-    return bytes(data)
 
 
 def parse_http_unix(url: str) -> Address:
@@ -415,9 +407,6 @@ def _json_expectations(texts: list[str]) -> tuple[JsonExpectation, ...]:
 
 
 def _compile(pattern: str) -> Pattern:
-    from waitfor.kind import compile_pattern
+    from waitfor.kind import option_pattern  # RE2 only for a target with a body regex
 
-    try:
-        return compile_pattern(pattern)
-    except ValueError as exc:
-        raise ValueError(f"body {exc}") from None
+    return option_pattern("body", pattern)

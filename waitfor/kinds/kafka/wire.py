@@ -14,6 +14,7 @@ from collections.abc import Generator
 
 from waitfor.kind import Outcome, ProtocolError, Value
 from waitfor.net.conversation import Closed, Conversation, Read, Send, Step
+from waitfor.net.varint import varint
 
 API_METADATA, API_SASL_HANDSHAKE, API_VERSIONS, API_SASL_AUTHENTICATE = 3, 17, 18, 36
 METADATA_VERSIONS = range(4, 13)  # the versions read and written here
@@ -296,28 +297,20 @@ class Writer:
         self.flexible, self.data = flexible, b""
 
     def count(self, n: int) -> None:
-        self.data += uvarint(n + 1) if self.flexible else struct.pack("!i", n)
+        self.data += varint(n + 1) if self.flexible else struct.pack("!i", n)
 
     def string(self, text: str) -> None:
         self.bytes(text.encode(), short=True)
 
     def bytes(self, data: bytes, *, short: bool = False) -> None:
         if self.flexible:
-            self.data += uvarint(len(data) + 1) + data
+            self.data += varint(len(data) + 1) + data
         else:
             self.data += struct.pack("!h" if short else "!i", len(data)) + data
 
     def tags(self) -> None:
         if self.flexible:
             self.data += b"\0"
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    return bytes([*out, n])
 
 
 class Reader:

@@ -13,6 +13,7 @@ from waitfor.net.conversation import (
     Send,
     Step,
 )
+from waitfor.net.varint import varint
 
 CONNACK = 2
 DISCONNECT = b"\xe0\x00"
@@ -80,7 +81,7 @@ def connect_packet(user: str | None, password: str | None) -> bytes:
         flags |= 0x40
         payload += _string(password)
     body = _string("MQTT") + bytes([4, flags]) + struct.pack("!H", KEEPALIVE) + payload
-    return b"\x10" + _remaining_length(len(body)) + body
+    return b"\x10" + varint(len(body)) + body  # type, remaining length, body
 
 
 def read_connack() -> Generator[Step, bytes, int]:
@@ -105,12 +106,3 @@ def _string(text: str) -> bytes:
     if len(data) > 0xFFFF:
         raise ProtocolError("credential longer than MQTT allows (65535 bytes)")
     return struct.pack("!H", len(data)) + data
-
-
-def _remaining_length(size: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, size = size & 0x7F, size >> 7
-        out.append(byte | (0x80 if size else 0))
-        if not size:
-            return bytes(out)

@@ -31,10 +31,8 @@ from waitfor.kind import (
     ConversationOptions,
     OptionPairs,
     Outcome,
-    choice,
     host_port,
     reject_unknown,
-    single,
     sql,
     unquote,
     urls,
@@ -48,7 +46,6 @@ if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
 
 DEFAULT_PORT = 3306
-MODES = ("ping", "query")
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 #: query parameters as the MySQL clients and drivers spell them -> our name
 _QUERY_NAMES = {
@@ -113,12 +110,7 @@ class MysqlCheck(ConversationCheck[MysqlOptions]):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> MysqlOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        table, query = single(pairs, "table"), single(pairs, "sql")
-        logs_in = table is not None or query is not None
-        mode = choice(pairs, "mode", MODES, "query" if logs_in else "ping")
-        if logs_in and mode != "query":
-            what = "table" if table is not None else "sql"
-            raise ValueError(f"{what} needs mode=query (a ping does not log in)")
+        mode, table, query = sql.query_options(pairs)
         if table is not None and not 0 < len(table) <= 64:
             raise ValueError("table must be a name of 1 to 64 characters")
         if query is not None:

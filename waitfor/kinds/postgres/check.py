@@ -28,11 +28,9 @@ from waitfor.kind import (
     OptionPairs,
     Outcome,
     Value,
-    choice,
     flag,
     redaction,
     reject_unknown,
-    single,
     sql,
     urls,
 )
@@ -48,7 +46,6 @@ if TYPE_CHECKING:  # the ping (asyncio, ssl), the shared net helper and psycopg:
 
     from waitfor.kinds.postgres import login
 
-MODES = ("ping", "query")
 AUTHENTICATION_FAILED = frozenset({"28P01", "28000"})  # invalid password; authorization spec
 #: SQLSTATEs of a ``sql=`` query that no retry can mend: it is no valid SQL (42601), or it
 #: would change the transaction (class 25: it writes, 25006; it sets read-write mode, 25001)
@@ -115,13 +112,8 @@ class PostgresCheck(Check[PostgresOptions]):
     @classmethod
     def parse_options(cls, pairs: OptionPairs) -> PostgresOptions:
         reject_unknown(pairs, cls.OPTION_NAMES)
-        table, query = single(pairs, "table"), single(pairs, "sql")
-        logs_in = table is not None or query is not None
-        mode = choice(pairs, "mode", MODES, "query" if logs_in else "ping")
         primary = flag(pairs, "primary")
-        if (primary or logs_in) and mode != "query":
-            what = "primary" if primary else "table" if table is not None else "sql"
-            raise ValueError(f"{what} needs mode=query (a ping does not log in)")
+        mode, table, query = sql.query_options(pairs, "primary" if primary else None)
         return PostgresOptions(
             mode=mode,
             primary=primary,

@@ -104,12 +104,9 @@ class RedisCheck(ConversationCheck[RedisOptions]):
         if value is not None:
             if key is None:
                 raise ValueError("value needs the key it is the value of: #key=NAME&value=RE2")
-            from waitfor.kind import compile_pattern
+            from waitfor.kind import option_pattern
 
-            try:
-                pattern = compile_pattern(value)
-            except ValueError as exc:
-                raise ValueError(f"value {exc}") from None
+            pattern = option_pattern("value", value)
         role = role.lower() if role else None
         return RedisOptions(common.mode, common.tls, key, role, pattern)
 
