@@ -175,11 +175,8 @@ def test_no_permission_on_the_vhost_is_not_ready(scratch: RabbitScratch, address
     user, vhost = scratch.name("user"), scratch.name("vhost")
     scratch.add_user(user, "pw")
     scratch.add_vhost(vhost)
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://{user}:pw@{address}/{vhost}", timeout=1, backoff=FAST)
-    assert info.value.results[0].reason == (
-        f"access refused (access to vhost '{vhost}' refused for user '{user}')"
-    )
+    said = reason_of(f"amqp://{user}:pw@{address}/{vhost}", timeout=1)
+    assert said == f"access refused (access to vhost '{vhost}' refused for user '{user}')"
 
 
 def test_no_half_open_connections_after_many_probes(scratch: RabbitScratch, address: str) -> None:
@@ -250,9 +247,7 @@ def test_amqps_through_a_tls_terminator(ca: trustme.CA, tmp_path: Path, address:
     with tls_terminator(int(address.rpartition(":")[2]), (cert, cert)) as port:
         result = wait_for(f"amqps://127.0.0.1:{port}/#cacert={ca_file}", timeout=10)[0]
         assert result.reason.startswith("vhost '/' open for 'guest'")
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"amqps://127.0.0.1:{port}/", timeout=1, backoff=FAST)
-        reason = info.value.results[0].reason
+        reason = reason_of(f"amqps://127.0.0.1:{port}/", timeout=1)
         assert reason.startswith("TLS certificate not trusted"), reason
         insecure = wait_for(f"amqps://127.0.0.1:{port}/#insecure", timeout=10)[0]
         assert insecure.ready
@@ -274,11 +269,9 @@ def test_broker_without_plain_login_is_not_ready() -> None:
         conn.sendall(_start_frame(b"EXTERNAL"))
         conn.recv(100)
 
-    with scripted_peer(external_only) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert (
-        info.value.results[0].reason == "the broker does not offer PLAIN login (offers: EXTERNAL)"
-    )
+    with scripted_peer(external_only) as port:
+        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    assert said == "the broker does not offer PLAIN login (offers: EXTERNAL)"
 
 
 @pytest.mark.parametrize(
@@ -298,9 +291,9 @@ def test_hostile_answers_to_the_login_are_not_ready(after_login: bytes, reason: 
         conn.sendall(after_login)
         conn.recv(1000)
 
-    with scripted_peer(answer) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert reason in info.value.results[0].reason
+    with scripted_peer(answer) as port:
+        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    assert reason in said
 
 
 def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> None:
@@ -309,9 +302,9 @@ def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> Non
         conn.sendall(_start_frame(b"PLAIN"))
         conn.recv(1000)
 
-    with scripted_peer(hang_up) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert info.value.results[0].reason == "authentication failed (the broker hung up)"
+    with scripted_peer(hang_up) as port:
+        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    assert said == "authentication failed (the broker hung up)"
 
 
 @pytest.mark.parametrize(
