@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -58,11 +59,10 @@ def test_with_stdout_both_must_hold() -> None:
     )
 
 
-def test_an_exit_code_that_changes_over_time(tmp_path: Path) -> None:
-    counter = tmp_path / "n"
-    counter.write_text("0")
-    script = tmp_path / "count.sh"
-    script.write_text(f"n=$(($(cat {counter}) + 1)); echo $n > {counter}; exit $n\n")
+def test_an_exit_code_that_changes_over_time(
+    counting_script: Callable[[str], tuple[Path, Path]],
+) -> None:
+    script, counter = counting_script("exit $n")
     (result,) = wait_for(f"exec:sh {script}#exit-code=4", timeout=20, backoff=FAST)
     assert result.attempts == 4
     assert counter.read_text().strip() == "4"

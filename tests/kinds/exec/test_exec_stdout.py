@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.command import waitfor
@@ -42,11 +43,8 @@ def test_only_the_first_64_kib_count(tmp_path: Path) -> None:
     assert wait_for(f"exec:sh {early}#stdout=(%3Fm)%5EREADY$", timeout=10)[0].ready
 
 
-def test_output_that_changes_over_time(tmp_path: Path) -> None:
-    counter = tmp_path / "n"
-    counter.write_text("0")
-    script = tmp_path / "count.sh"
-    script.write_text(f'n=$(($(cat {counter}) + 1)); echo $n > {counter}; echo "replicas=$n"\n')
+def test_output_that_changes_over_time(counting_script: Callable[[str], tuple[Path, Path]]) -> None:
+    script, _ = counting_script('echo "replicas=$n"')
     (result,) = wait_for(f"exec:sh {script}#stdout=replicas=[3-9]", timeout=20, backoff=FAST)
     assert result.attempts >= 3
 
