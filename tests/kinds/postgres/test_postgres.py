@@ -74,6 +74,14 @@ def assert_parity(conninfo: str, expected: int) -> str:
     return reason
 
 
+def scram_cluster(make: MakeCluster) -> Cluster:
+    """A started cluster that asks TCP clients for a SCRAM password (local ones are trusted)."""
+    cluster = make()
+    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
+    cluster.start()
+    return cluster
+
+
 @pytest.fixture
 def running(pg_cluster: MakeCluster) -> Cluster:
     return started(pg_cluster())
@@ -92,9 +100,7 @@ def test_accepting_with_trust(running: Cluster) -> None:
 
 
 def test_accepting_with_password_auth_and_no_password(pg_cluster: MakeCluster) -> None:
-    cluster = pg_cluster()
-    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
-    cluster.start()
+    cluster = scram_cluster(pg_cluster)
     assert_parity(cluster.url(user="app"), 0)
 
 
@@ -433,9 +439,7 @@ def test_query_mode_waits_for_the_database_to_be_created(running: Cluster) -> No
 
 
 def test_query_mode_wrong_password_is_retried_and_reported(pg_cluster: MakeCluster) -> None:
-    cluster = pg_cluster()
-    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
-    cluster.start()
+    cluster = scram_cluster(pg_cluster)
     cluster.psql("CREATE ROLE app LOGIN PASSWORD 'right'")
     url = f"postgresql://app:wrong@127.0.0.1:{cluster.port}/postgres#mode=query"
     with pytest.raises(WaitTimeout) as info:
@@ -451,9 +455,7 @@ def test_query_mode_wrong_password_is_retried_and_reported(pg_cluster: MakeClust
 def test_query_mode_judges_login_failures_by_sqlstate(pg_cluster: MakeCluster) -> None:
     """A role that may not log in (28000) is an authentication failure too, and is retried:
     not something to recognise by its English words."""
-    cluster = pg_cluster()
-    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
-    cluster.start()
+    cluster = scram_cluster(pg_cluster)
     cluster.psql("CREATE ROLE late NOLOGIN PASSWORD 'pw'")
     url = f"postgresql://late:pw@127.0.0.1:{cluster.port}/postgres#mode=query"
     with pytest.raises(WaitTimeout) as info:
@@ -505,9 +507,7 @@ def password_server(message: str) -> Iterator[int]:
 
 
 def test_query_mode_without_password_is_a_configuration_error(pg_cluster: MakeCluster) -> None:
-    cluster = pg_cluster()
-    cluster.hba("local all all trust", "host all all 127.0.0.1/32 scram-sha-256")
-    cluster.start()
+    cluster = scram_cluster(pg_cluster)
     with pytest.raises(CheckFailed, match="asks for a password and none was given"):
         wait_for(f"postgresql://app@127.0.0.1:{cluster.port}/postgres#mode=query", timeout=10)
 
