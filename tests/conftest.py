@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 from hypothesis import settings
 
 from tests.support import mysqld
@@ -149,3 +150,18 @@ def mariadb(mariadb_template: Path) -> Iterator[Callable[..., mysqld.MariaDB]]:
     for server in made:
         server.stop()
         shutil.rmtree(server.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    """A certificate authority of the test module's own (trustme: in memory, never trusted by
+    the machine)."""
+    return trustme.CA()
+
+
+@pytest.fixture
+def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
+    """``ca``'s certificate as a PEM file, for a target's ``cacert=``."""
+    path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)

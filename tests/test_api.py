@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.imports import run_listing_imports
 from tests.support.ports import free_port
 from tests.support.servers import tcp_listener
@@ -266,12 +267,7 @@ def test_the_deadline_counts_from_the_start_the_event_loops_start_included() -> 
     its begin event (it was the loop's start: tens of ms later, more under load)."""
     refused = f"tcp://127.0.0.1:{free_port()}"  # reserved, nobody listens
     for _ in range(3):
-        done = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "0.5", "-o", "json", refused],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        done = waitfor("-t", "0.5", "-o", "json", refused)
         assert done.returncode == 124, done.stderr
         events = {e["event"]: e for e in map(json.loads, done.stderr.splitlines())}
         begin, end = (events[name] for name in ("begin", "timed_out"))

@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.ports import free_port
+from tests.support.servers import accepting
 
 ROOT = Path(__file__).parent.parent
 PLUGIN = ROOT / "examples" / "plugin"
@@ -167,29 +167,17 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @contextmanager
 def zookeeper(port: int) -> Iterator[None]:
     """Answers "ruok" with "imok", as ZooKeeper does."""
-    stop = threading.Event()
     server = socket.create_server(("127.0.0.1", port))
+    server.settimeout(0.05)
 
-    def serve() -> None:
-        with server:
-            server.settimeout(0.05)
-            while not stop.is_set():
-                try:
-                    conn, _ = server.accept()
-                except TimeoutError:
-                    continue
-                with conn:
-                    conn.settimeout(2)
-                    if conn.recv(4) == b"ruok":
-                        conn.sendall(b"imok")
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(2)
+            if conn.recv(4) == b"ruok":
+                conn.sendall(b"imok")
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with accepting(server, serve):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def run(python: Path, *args: str) -> subprocess.CompletedProcess[str]:

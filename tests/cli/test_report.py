@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.ports import free_port
 from waitfor import api
 from waitfor.cli.report import JsonReporter, LiveReporter, Reporter, TextReporter, make_reporter
@@ -108,12 +109,7 @@ def test_json_is_one_object_per_event() -> None:
 def test_an_inverted_wait_says_down_not_ready(output: str, closed_port: int) -> None:
     """--invert, end to end: "is down", "down after", and json's state; never "is ready (down)"."""
     target = f"tcp://127.0.0.1:{closed_port}"
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "--invert", "-o", output, target],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = waitfor("--invert", "-o", output, target, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "ready" not in result.stderr.replace('"ready"', "")  # json's stable field names
     if output == "json":

@@ -8,10 +8,10 @@ The README says exactly this; these tests hold it to that bound.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from tests.support.command import waitfor
 
 #: a command that hangs on its first run and exits 0 on every later one; it records whether two
 #: runs ever overlapped (a lock directory taken and left by each run)
@@ -37,12 +37,7 @@ def test_a_hanging_attempt_is_noticed_half_a_second_after_its_timeout(tmp_path: 
     script.chmod(0o755)
     target = f"exec:{script} {tmp_path}"
     began = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "20s", "--attempt-timeout", "2s", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = waitfor("-t", "20s", "--attempt-timeout", "2s", target)
     took = time.monotonic() - began
     assert done.returncode == 0, done.stderr
     # ready as soon as the first run is killed at 2 s: the next attempt follows within the

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import h2.config
 import h2.connection
@@ -17,6 +14,7 @@ import h2.events
 import pytest
 import trustme
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.grpcserver import NOT_SERVING, SERVING, UNKNOWN, grpc_server
 from tests.support.ports import free_port
@@ -76,12 +74,7 @@ def test_no_health_service_is_a_configuration_error() -> None:
     with grpc_server(with_health=False) as server:
         with pytest.raises(CheckFailed, match="does not implement the gRPC health service"):
             wait_for(f"grpc://127.0.0.1:{server.port}", timeout=10)
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", f"grpc://127.0.0.1:{server.port}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = waitfor(f"grpc://127.0.0.1:{server.port}")
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].startswith("waitfor: error: grpc://127.0.0.1:")
     assert "UNIMPLEMENTED" in result.stderr
@@ -116,18 +109,6 @@ def test_a_silent_listener_times_out() -> None:
     with tcp_listener(port):  # accepts and closes at once
         (reason,) = reasons(f"grpc://127.0.0.1:{port}")
     assert "closed the connection" in reason or "connection reset" in reason
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-@pytest.fixture
-def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
-    path = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return str(path)
 
 
 def tls_pair(ca: trustme.CA, *names: str) -> tuple[bytes, bytes]:

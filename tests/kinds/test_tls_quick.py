@@ -29,7 +29,14 @@ import pytest
 import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
-from tests.support.brokers import Mosquitto, NatsServer, RabbitNode, have, tls_terminator
+from tests.support.brokers import (
+    Mosquitto,
+    NatsServer,
+    RabbitNode,
+    have,
+    rabbit_node,
+    tls_terminator,
+)
 from tests.support.redisd import RedisServer
 from tests.support.servers import read_request, scripted_peer, server_factory
 from waitfor.base.deadline import Deadline
@@ -430,12 +437,8 @@ def nats_both_ways(pki: Pki, port: int) -> None:
 def rabbit() -> Iterator[RabbitNode]:
     if not have("rabbitmq-server", "rabbitmqctl"):
         pytest.skip("RabbitMQ is not installed (the test command installs it)")
-    node = RabbitNode()
-    try:
-        node.start()
+    with rabbit_node() as node:
         yield node
-    finally:
-        node.stop()
 
 
 def test_amqps(pki: Pki, rabbit: RabbitNode) -> None:

@@ -95,11 +95,6 @@ def test_unresolvable_names_say_so_in_getaddrinfos_words() -> None:
     assert not info.value.timed_out
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
 def test_tls_is_verified_against_the_name_not_the_address(ca: trustme.CA) -> None:
     server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("db.test").configure_cert(server_side)

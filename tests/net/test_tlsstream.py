@@ -27,11 +27,6 @@ Peer = Callable[[socket.socket], None]
 
 
 @pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-@pytest.fixture(scope="module")
 def server(ca: trustme.CA) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert("localhost").configure_cert(context)

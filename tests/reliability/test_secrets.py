@@ -12,6 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.support.brokers import RABBITMQ_PORT
+from tests.support.command import waitfor
 from tests.support.dnsserver import DnsServer
 from tests.support.pg import Cluster
 from tests.support.ports import free_port, free_ports
@@ -154,12 +155,7 @@ def test_no_secret_in_library_exceptions(
     ],
 )
 def test_no_secret_in_configuration_errors(target: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "1", target],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = waitfor("-t", "1", target, timeout=60)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("waitfor: error: invalid target")
     assert "tail" not in result.stderr, result.stderr

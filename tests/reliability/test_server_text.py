@@ -14,7 +14,6 @@ import re
 import socket
 import struct
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
@@ -24,6 +23,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
+from tests.support.brokers import jetstream_greeting
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import scripted_peer, server_factory
@@ -40,12 +41,7 @@ LIVE_VIEW_CONTROL = re.compile(r"\x1b\[\d+F\x1b\[J")
 
 
 def waitfor_cli(mode: str, *targets: str, timeout: str = "1.5") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", mode, "-t", timeout, *targets],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return waitfor("-o", mode, "-t", timeout, *targets, timeout=60)
 
 
 def assert_no_password(output: str) -> None:
@@ -201,13 +197,7 @@ def amqp_forger(conn: socket.socket) -> None:
 
 def jetstream_forger(conn: socket.socket) -> None:
     port = conn.getsockname()[1]
-    conn.sendall(b'INFO {"version":"9.9.9"}\r\n')
-    buffer = b""
-    while b"PING" not in buffer:
-        buffer += conn.recv(1000)
-    conn.sendall(b"PONG\r\n")
-    while b"$JS.API.INFO" not in buffer:
-        buffer += conn.recv(1000)
+    jetstream_greeting(conn)
     forged = FORGED.format(target=f"nats://127.0.0.1:{port}#jetstream")
     description = json.dumps({"error": {"code": 503, "description": f"off\x1b[2J\n{forged}"}})
     payload = description.encode()

@@ -110,6 +110,18 @@ class NatsServer(Broker):
             return int(json.load(answer)["num_connections"])
 
 
+def jetstream_greeting(conn: socket.socket) -> None:
+    """A scripted NATS peer's part up to the JetStream question: INFO, PONG to the client's
+    PING, then read until it asks $JS.API.INFO (what it answers is the caller's)."""
+    conn.sendall(b'INFO {"version":"9.9.9"}\r\n')
+    buffer = b""
+    while b"PING" not in buffer:
+        buffer += conn.recv(1000)
+    conn.sendall(b"PONG\r\n")
+    while b"$JS.API.INFO" not in buffer:
+        buffer += conn.recv(1000)
+
+
 def rabbitmqctl(*args: str, node: str | None = None) -> str:
     named = ["-n", node] if node else []
     result = subprocess.run(
@@ -179,6 +191,17 @@ class RabbitNode:
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
         self.node = self.root = None
+
+
+@contextmanager
+def rabbit_node() -> Iterator[RabbitNode]:
+    """A RabbitMQ node of its own, started; stopped afterwards, pass or fail."""
+    node = RabbitNode()
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
 
 
 class RabbitScratch:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tests.support.ports import free_port
 
@@ -76,6 +76,19 @@ class ServerProcess:
 
 
 P = TypeVar("P", bound=ServerProcess)
+
+
+class _Startable(Protocol):
+    def start(self, wait: bool = True) -> None: ...
+
+
+S = TypeVar("S", bound=_Startable)
+
+
+def started(server: S) -> S:
+    """``server`` started (its start waits until it is up), handed back: a fixture's value."""
+    server.start()
+    return server
 
 
 @contextmanager
@@ -262,12 +275,22 @@ def scripted_peer(
     what no real server can be made to say on demand. Yields the port."""
     listener = socket.create_server((host, 0), backlog=64)
     listener.settimeout(0.05)
-    stop = threading.Event()
 
     def serve_one(conn: socket.socket) -> None:
         with conn, contextlib.suppress(OSError):
             conn.settimeout(5)  # a silent client cannot hold the peer
             answer(conn)
+
+    with accepting(listener, serve_one):
+        yield int(listener.getsockname()[1])
+
+
+@contextmanager
+def accepting(listener: socket.socket, handle: Callable[[socket.socket], None]) -> Iterator[None]:
+    """Every connection ``listener`` accepts handed to ``handle`` in a thread of its own, until
+    the block ends; then the listener is closed. The listener's timeout (set by the caller) is
+    how soon the end is noticed."""
+    stop = threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
@@ -275,16 +298,27 @@ def scripted_peer(
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield int(listener.getsockname()[1])
+        yield
     finally:
         stop.set()
         thread.join()
         listener.close()
+
+
+def says_after_reading(answer: bytes, size: int) -> Callable[[socket.socket], None]:
+    """A :func:`scripted_peer` part: reads (up to ``size`` bytes of) what the client says
+    first, then sends ``answer`` (nothing where it is empty) and hangs up."""
+
+    def say(conn: socket.socket) -> None:
+        conn.recv(size)
+        conn.sendall(answer)
+
+    return say
 
 
 def read_request(conn: socket.socket) -> bytes:

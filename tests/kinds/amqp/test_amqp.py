@@ -16,10 +16,12 @@ import pytest
 import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
-from tests.support.brokers import RabbitNode, RabbitScratch, tls_terminator
+from tests.support.brokers import RabbitNode, RabbitScratch, rabbit_node, tls_terminator
 from tests.support.fast import FAST
-from tests.support.servers import scripted_peer
+from tests.support.servers import says_after_reading, scripted_peer
 from tests.support.targets import refusals
+from tests.support.waiting import assert_a_silent_listener_times_out
+from tests.support.waiting import reason as reason_of
 from waitfor import Outcome, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.amqp import wire as amqp
@@ -29,12 +31,8 @@ from waitfor.net.conversation import Conversation, Send, run_async
 
 @pytest.fixture(scope="module")
 def rabbit() -> Iterator[RabbitNode]:
-    node = RabbitNode()
-    try:
-        node.start()
+    with rabbit_node() as node:
         yield node
-    finally:
-        node.stop()
 
 
 @pytest.fixture
@@ -177,11 +175,8 @@ def test_no_permission_on_the_vhost_is_not_ready(scratch: RabbitScratch, address
     user, vhost = scratch.name("user"), scratch.name("vhost")
     scratch.add_user(user, "pw")
     scratch.add_vhost(vhost)
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://{user}:pw@{address}/{vhost}", timeout=1, backoff=FAST)
-    assert info.value.results[0].reason == (
-        f"access refused (access to vhost '{vhost}' refused for user '{user}')"
-    )
+    said = reason_of(f"amqp://{user}:pw@{address}/{vhost}", timeout=1)
+    assert said == f"access refused (access to vhost '{vhost}' refused for user '{user}')"
 
 
 def test_no_half_open_connections_after_many_probes(scratch: RabbitScratch, address: str) -> None:
@@ -243,11 +238,6 @@ def _open_only(user: str, vhost: str) -> Conversation:
 # --- TLS, through a TLS-terminating proxy in front of the shared broker ------------------------
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
 def test_amqps_through_a_tls_terminator(ca: trustme.CA, tmp_path: Path, address: str) -> None:
     cert, key, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
     issued = ca.issue_cert("127.0.0.1")
@@ -257,9 +247,7 @@ def test_amqps_through_a_tls_terminator(ca: trustme.CA, tmp_path: Path, address:
     with tls_terminator(int(address.rpartition(":")[2]), (cert, cert)) as port:
         result = wait_for(f"amqps://127.0.0.1:{port}/#cacert={ca_file}", timeout=10)[0]
         assert result.reason.startswith("vhost '/' open for 'guest'")
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"amqps://127.0.0.1:{port}/", timeout=1, backoff=FAST)
-        reason = info.value.results[0].reason
+        reason = reason_of(f"amqps://127.0.0.1:{port}/", timeout=1)
         assert reason.startswith("TLS certificate not trusted"), reason
         insecure = wait_for(f"amqps://127.0.0.1:{port}/#insecure", timeout=10)[0]
         assert insecure.ready
@@ -281,11 +269,9 @@ def test_broker_without_plain_login_is_not_ready() -> None:
         conn.sendall(_start_frame(b"EXTERNAL"))
         conn.recv(100)
 
-    with scripted_peer(external_only) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert (
-        info.value.results[0].reason == "the broker does not offer PLAIN login (offers: EXTERNAL)"
-    )
+    with scripted_peer(external_only) as port:
+        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    assert said == "the broker does not offer PLAIN login (offers: EXTERNAL)"
 
 
 @pytest.mark.parametrize(
@@ -305,9 +291,9 @@ def test_hostile_answers_to_the_login_are_not_ready(after_login: bytes, reason: 
         conn.sendall(after_login)
         conn.recv(1000)
 
-    with scripted_peer(answer) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert reason in info.value.results[0].reason
+    with scripted_peer(answer) as port:
+        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    assert reason in said
 
 
 def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> None:
@@ -316,9 +302,9 @@ def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> Non
         conn.sendall(_start_frame(b"PLAIN"))
         conn.recv(1000)
 
-    with scripted_peer(hang_up) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert info.value.results[0].reason == "authentication failed (the broker hung up)"
+    with scripted_peer(hang_up) as port:
+        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    assert said == "authentication failed (the broker hung up)"
 
 
 @pytest.mark.parametrize(
@@ -333,23 +319,12 @@ def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> Non
     ],
 )
 def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
-    def say(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(answer)
-
-    with scripted_peer(say) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"amqp://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert reason in info.value.results[0].reason
+    with scripted_peer(says_after_reading(answer, 8)) as port:
+        assert reason in reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
 
 
 def test_a_listener_that_never_speaks_times_out() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as silent:
-        port = silent.getsockname()[1]
-        started = time.monotonic()
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"amqp://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
-    assert time.monotonic() - started < 3
-    assert info.value.results[0].reason.startswith("timed out")
+    assert_a_silent_listener_times_out("amqp")
 
 
 def test_first_attempt_without_the_event_loop_answers_as_the_runner(

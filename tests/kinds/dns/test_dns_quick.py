@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ import dns.rrset
 import pytest
 
 from tests.core.test_quickstart import normalized, run_cli
+from tests.support.command import waitfor
 from tests.support.dnsserver import DnsServer, UdpResponder, next_address, servfail
 from tests.support.imports import run_listing_imports
 from tests.support.silent_nameserver import silent_nameserver, unavailable_reason
@@ -221,12 +220,7 @@ def test_a_fifo_for_resolv_conf_does_not_hold_the_wait(tmp_path: Path) -> None:
     fifo = tmp_path / "resolv.conf"
     os.mkfifo(fifo)
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "1", f"dns:svc.test#resolv_conf={fifo}"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = waitfor("-t", "1", f"dns:svc.test#resolv_conf={fifo}")
     assert result.returncode == 124, result.stderr
     assert time.monotonic() - started < 5
 
@@ -334,12 +328,7 @@ def test_a_silent_resolver_costs_the_quick_path_its_budget_only(
         )
         check = DnsCheck(parse_target(f"dns:svc#resolv_conf={conf}"))
         assert check.probe_now(Deadline.after(0.25)) is None
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "5", f"dns:svc#resolv_conf={conf}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = waitfor("-t", "5", f"dns:svc#resolv_conf={conf}")
         assert result.returncode == 0, result.stderr
         assert "1 A/AAAA record: 10.8.0.1" in result.stderr
 
@@ -355,12 +344,7 @@ def test_a_timed_out_attempt_says_its_whole_length(tmp_path: Path, form: str) ->
     starts, slow on a loaded machine, counts in neither)."""
     with silent_nameserver(tmp_path) as silent:
         target = form.format(address=silent.address, conf=silent.resolv_conf)
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "1", target],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = waitfor("-t", "1", target)
     assert result.returncode == 124, result.stderr
     [waited] = re.findall(
         rf"no answer from {re.escape(silent.address)}\S* (?:in|after) (\S+)s", result.stderr

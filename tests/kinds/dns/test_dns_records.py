@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-import threading
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.dnsserver import DnsServer
 from tests.support.fast import FAST
-from waitfor import TargetError, WaitTimeout, parse_target, wait_for
+from tests.support.targets import refusals
+from tests.support.waiting import meanwhile, readiness
+from waitfor import parse_target, wait_for
 from waitfor.kinds.dns.check import DnsCheck
 
 pytestmark = pytest.mark.skipif(
@@ -76,11 +77,7 @@ def dig_holds(records: list[str], rdtype: str, value: str) -> bool:
 
 
 def ready(target: str) -> tuple[bool, str]:
-    try:
-        (result,) = wait_for(target, timeout=1.5, backoff=FAST)
-    except WaitTimeout as timeout:
-        return False, timeout.results[0].reason
-    return True, result.reason
+    return readiness(target, timeout=1.5)
 
 
 def shown_records(reason: str) -> list[str]:
@@ -134,14 +131,8 @@ def test_expect_is_value_by_wait4xs_name(server: DnsServer) -> None:
 def test_a_record_that_appears_later(server: DnsServer) -> None:
     target = f"dns://{server.address}/example.test?type=MX#expect=mx3.example.test"
     assert not ready(target)[0]
-    timer = threading.Timer(
-        0.5, lambda: server.add_config("mx-host=example.test,mx3.example.test,5")
-    )
-    timer.start()
-    try:
+    with meanwhile(0.5, lambda: server.add_config("mx-host=example.test,mx3.example.test,5")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     assert "5 mx3.example.test" in dig(server, "example.test", "MX")
     assert "5 mx3.example.test" in result.reason
@@ -167,8 +158,7 @@ def test_no_quick_first_attempt_for_these_types(server: DnsServer) -> None:
         assert check.probe_now(Deadline.after(2)) is None  # the runner's attempt answers
 
 
-@pytest.mark.parametrize(
-    ("text", "problem"),
+test_bad_targets = refusals(
     [
         ("dns:db#value=a&expect=a", "value and expect are one option"),
         ("dns:db#expect=", "value needs the record awaited"),
@@ -178,30 +168,17 @@ def test_no_quick_first_attempt_for_these_types(server: DnsServer) -> None:
             "unsupported type 'SOA' (one of A, AAAA, CNAME, SRV, TXT, MX, NS, CAA)",
         ),
     ],
+    regex=False,
+    one_line=True,
 )
-def test_bad_targets(text: str, problem: str) -> None:
-    with pytest.raises(TargetError) as info:
-        parse_target(text)
-    assert problem in str(info.value)
-    assert "\n" not in str(info.value)
 
 
 def test_the_cli_exit_2_and_json(server: DnsServer) -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "dns:db?type=SOA"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("dns:db?type=SOA")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     target = f"dns://{server.address}/example.test?type=MX#expect=mail.example.test"
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", target)
     assert good.returncode == 0, good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
     (done,) = [event for event in events if event["event"] == "ready"]

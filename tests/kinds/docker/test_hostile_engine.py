@@ -5,18 +5,15 @@ fails with a traceback."""
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.kinds.docker.test_docker import probe
+from tests.support.command import waitfor
 from tests.support.peakrss import peak_rss_kib
-from tests.support.servers import Script, read_request, unix_http_server
+from tests.support.servers import Script, accepting, read_request, unix_http_server
 
 NESTED = b"[" * 100_000 + b"]" * 100_000  # the json parser recurses: a RecursionError
 
@@ -35,13 +32,7 @@ def test_deeply_nested_json_is_not_json(
     sock = tmp_path / "engine.sock"
     with unix_http_server(str(sock), Script(status=status, body=body)):
         assert probe("docker:app", {"DOCKER_HOST": f"unix://{sock}"}).reason.endswith(reason)
-        run = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "1", "docker:app"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env={**os.environ, "DOCKER_HOST": f"unix://{sock}"},
-        )
+        run = waitfor("-t", "1", "docker:app", env={"DOCKER_HOST": f"unix://{sock}"})
     assert run.returncode == 124, run.stderr
     assert "Traceback" not in run.stderr
     assert reason in run.stderr
@@ -82,24 +73,8 @@ def test_an_endless_frame_is_read_in_bounded_memory(
     server.bind(sock)
     server.listen(8)
     server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=endless_frame, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
     monkeypatch.setenv("DOCKER_HOST", f"unix://{sock}")
-    try:
+    with accepting(server, endless_frame):
         code, peak, stderr = peak_rss_kib("-t", "3", "docker:app#log=zzz")
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
     assert code == 124, stderr
     assert peak < 200_000, peak  # KiB; it held the whole frame: over 1 GiB in 3 s

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.targets import refusals
 from tests.support.waiting import reason
@@ -126,12 +127,7 @@ def test_sigterm_to_waitfor_kills_the_running_attempt(tmp_path: Path) -> None:
 def test_the_deadline_holds_for_a_hanging_command(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "1", f"exec:sh -c 'echo $$ > {pids}; sleep 300'"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = waitfor("-t", "1", f"exec:sh -c 'echo $$ > {pids}; sleep 300'", timeout=60)
     assert result.returncode == 124
     assert time.monotonic() - started < 10  # the interpreter's start-up, on a busy machine
     assert "still running after" in result.stderr.splitlines()[-1]

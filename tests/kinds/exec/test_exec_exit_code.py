@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
-from waitfor import WaitTimeout, wait_for
+from tests.support.waiting import readiness
+from waitfor import wait_for
 from waitfor.core.targets import parse_target
 from waitfor.errors import TargetError
 
@@ -19,11 +21,7 @@ COMMANDS = ["true", "false", "sh -c 'exit 3'", "sh -c 'exit 255'", "sh -c 'echo 
 
 
 def ready(target: str) -> tuple[bool, str]:
-    try:
-        (result,) = wait_for(target, timeout=0.4, backoff=FAST)
-    except WaitTimeout as timeout:
-        return False, timeout.results[0].reason
-    return True, result.reason
+    return readiness(target, timeout=0.4)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -61,11 +59,10 @@ def test_with_stdout_both_must_hold() -> None:
     )
 
 
-def test_an_exit_code_that_changes_over_time(tmp_path: Path) -> None:
-    counter = tmp_path / "n"
-    counter.write_text("0")
-    script = tmp_path / "count.sh"
-    script.write_text(f"n=$(($(cat {counter}) + 1)); echo $n > {counter}; exit $n\n")
+def test_an_exit_code_that_changes_over_time(
+    counting_script: Callable[[str], tuple[Path, Path]],
+) -> None:
+    script, counter = counting_script("exit $n")
     (result,) = wait_for(f"exec:sh {script}#exit-code=4", timeout=20, backoff=FAST)
     assert result.attempts == 4
     assert counter.read_text().strip() == "4"
@@ -93,21 +90,11 @@ def test_bad_values_are_one_line_errors(value: str, error: str) -> None:
 
 
 def test_the_cli_exit_2_and_json() -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "exec:true#exit-code=300"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("exec:true#exit-code=300")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "exit-code must be a number from 0 to 255" in bad.stderr
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", "exec:sh -c 'exit 5'#exit-code=5"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", "exec:sh -c 'exit 5'#exit-code=5")
     assert good.returncode == 0, good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
     (done,) = [event for event in events if event["event"] == "ready"]

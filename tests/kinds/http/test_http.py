@@ -27,24 +27,12 @@ from waitfor.kinds.http.check import BODY_LIMIT
 from waitfor.net import tls
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
 @pytest.fixture
 def https(ca: trustme.CA) -> Iterator[tuple[str, Script]]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
     with http_server(tls=context) as served:
         yield served
-
-
-@pytest.fixture
-def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
-    path = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return str(path)
 
 
 def reason_of(*targets: str, timeout: float = 0.5) -> list[str]:

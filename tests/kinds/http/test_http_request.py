@@ -3,12 +3,11 @@ HTTP server (and a hostile one) whose answers change while the waiter runs."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 
 import pytest
 
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.servers import Script, http_answer, http_server, raw_http_server
 from tests.support.targets import refusals
@@ -111,12 +110,7 @@ test_hostile_options_are_one_line_errors = refusals(
 
 def test_hostile_options_through_the_cli_never_trace_back() -> None:
     for option in ("data=%FF%FE", "expect-header=X:%5C", "method=%00", "content-type=a%0Ab"):
-        result = subprocess.run(
-            [sys.executable, "-m", "waitfor", "-t", "0.5", f"http://127.0.0.1:9/#{option}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = waitfor("-t", "0.5", f"http://127.0.0.1:9/#{option}")
         assert "Traceback" not in result.stderr, option
         assert result.returncode in (2, 124), (option, result.stderr)
         assert result.stderr.count("waitfor: error") <= 1

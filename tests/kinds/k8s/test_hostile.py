@@ -77,6 +77,15 @@ def event(kind: str, obj: object) -> bytes:
     return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
 
 
+def read_path(conn: socket.socket) -> tuple[str, dict[str, list[str]]] | None:
+    """The path and query of the request ``conn`` sends; None if the client left."""
+    head = read_head(conn)
+    if head is None:
+        return None
+    target = urlsplit(head.split(b" ", 2)[1].decode())
+    return target.path, parse_qs(target.query)
+
+
 @contextmanager
 def api_server(
     list_answer: Answer | None = None, watch_answer: Answer | None = None
@@ -84,11 +93,10 @@ def api_server(
     """A fake API server: real discovery for jobs.batch, then the scripted list and watch."""
 
     def answer(conn: socket.socket) -> None:
-        head = read_head(conn)
-        if head is None:
+        request = read_path(conn)
+        if request is None:
             return
-        target = head.split(b" ", 2)[1].decode()
-        path, query = urlsplit(target).path, parse_qs(urlsplit(target).query)
+        path, query = request
         documents = {"/api/v1": CORE, "/apis": GROUPS, "/apis/batch/v1": BATCH}
         if path in documents:
             reply_json(conn, 200, documents[path])

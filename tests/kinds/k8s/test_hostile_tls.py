@@ -26,6 +26,7 @@ import trustme
 
 from tests.kinds.k8s.test_hostile import BATCH, CORE, GROUPS, LIST, TOKEN, read_head
 from tests.support.peakrss import peak_rss_kib
+from tests.support.servers import accepting
 
 WAITFOR = [sys.executable, "-m", "waitfor"]
 
@@ -111,7 +112,6 @@ def tls_server(
     listener = socket.create_server(("127.0.0.1", 0), backlog=128)
     listener.settimeout(0.05)
     server = Server(url=f"https://127.0.0.1:{listener.getsockname()[1]}")
-    stop = threading.Event()
 
     def one(raw: socket.socket) -> None:
         with contextlib.suppress(OSError, ssl.SSLError), raw:
@@ -140,27 +140,8 @@ def tls_server(
             if not handler(peer, request):
                 default(peer, request, served)
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                raw, _ = listener.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=one, args=(raw,), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with accepting(listener, one):
         yield server
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
 
 
 def kubeconfig(folder: Path, ca: trustme.CA, server: str, user: object = None) -> Path:

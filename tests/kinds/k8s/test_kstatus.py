@@ -16,12 +16,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.kinds.k8s.kstatus_rows import ROWS, SAME, Row
-from tests.kinds.k8s.test_hostile import kubeconfig, read_head, reply_json, stream_head, waitfor
+from tests.kinds.k8s.test_hostile import (
+    kubeconfig,
+    read_path,
+    reply_json,
+    stream_head,
+    waitfor,
+)
 from tests.support.servers import scripted_peer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -84,11 +89,10 @@ def rows_server(rows: list[Row]) -> Iterator[str]:
         }
 
     def answer(conn: socket.socket) -> None:
-        head = read_head(conn)
-        if head is None:
+        request = read_path(conn)
+        if request is None:
             return
-        target = head.split(b" ", 2)[1].decode()
-        path, query = urlsplit(target).path, parse_qs(urlsplit(target).query)
+        path, query = request
         if path in documents:
             reply_json(conn, 200, documents[path])
         elif "watch" in query:

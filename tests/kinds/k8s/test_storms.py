@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -23,7 +22,7 @@ from tests.kinds.k8s.test_hostile import (
     LIST,
     clean,
     kubeconfig,
-    read_head,
+    read_path,
     reply,
     reply_json,
     stream_head,
@@ -57,11 +56,10 @@ def counting_server(
     served = documents or {"/api/v1": CORE, "/apis": GROUPS, "/apis/batch/v1": BATCH}
 
     def serve(conn: socket.socket) -> None:
-        head = read_head(conn)
-        if head is None:
+        request = read_path(conn)
+        if request is None:
             return
-        target = head.split(b" ", 2)[1].decode()
-        path, query = urlsplit(target).path, parse_qs(urlsplit(target).query)
+        path, query = request
         with counted.lock:
             counted.requests.append((time.monotonic(), path, "watch" in query))
         if answer(conn, path, query):

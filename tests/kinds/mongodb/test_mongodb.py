@@ -3,7 +3,6 @@ runs here), with PyMongo as the oracle, and against scripted peers for hostility
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 import time
@@ -17,7 +16,7 @@ from pymongo.errors import PyMongoError
 
 from tests.support.attempts import assert_first_attempt_as_runner, probe
 from tests.support.fast import FAST
-from tests.support.servers import scripted_peer
+from tests.support.servers import says_after_reading, scripted_peer
 from tests.support.targets import refusals
 from waitfor import parse_target, wait_for
 from waitfor.kinds.mongodb import wire
@@ -212,15 +211,6 @@ def op_msg(document: bytes, responding_to: int = 1, opcode: int = 2013) -> bytes
     return struct.pack("<iiii", 16 + len(body), 7, responding_to, opcode) + body
 
 
-def answering(answer: bytes) -> Callable[[socket.socket], None]:
-    def serve(conn: socket.socket) -> None:
-        conn.recv(65536)
-        if answer:
-            conn.sendall(answer)
-
-    return serve
-
-
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [
@@ -236,7 +226,7 @@ def answering(answer: bytes) -> Callable[[socket.socket], None]:
     ],
 )
 def test_hostile_servers(answer: bytes, reason: str) -> None:
-    with scripted_peer(answering(answer)) as port:
+    with scripted_peer(says_after_reading(answer, 65536)) as port:
         outcome = probe(f"mongodb://127.0.0.1:{port}")
     assert not outcome.ready
     assert reason in outcome.reason
@@ -270,7 +260,7 @@ def test_a_value_cut_short_is_a_reason(kind: int, value: bytes) -> None:
     """887 of 20,000 mutated answers ended in a double/int32/int64 cut short: struct.error, a
     traceback. Every fixed-size read is bounds-checked first."""
     for keep in range(len(value)):
-        with scripted_peer(answering(op_msg(cut_short(kind, value, keep)))) as port:
+        with scripted_peer(says_after_reading(op_msg(cut_short(kind, value, keep)), 65536)) as port:
             outcome = probe(f"mongodb://127.0.0.1:{port}")
         assert not outcome.ready
         assert "malformed BSON" in outcome.reason, (keep, outcome.reason)
@@ -285,7 +275,7 @@ def test_a_truncated_answer_times_out_with_a_reason(output: list[str]) -> None:
     import sys
 
     answer = op_msg(cut_short(0x01, struct.pack("<d", 1.0), 3))
-    with scripted_peer(answering(answer)) as port:
+    with scripted_peer(says_after_reading(answer, 65536)) as port:
         result = subprocess.run(
             [sys.executable, "-m", "waitfor", "-t", "1", *output, f"mongodb://127.0.0.1:{port}"],
             capture_output=True,

@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,9 +17,12 @@ import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import MOSQUITTO_PORT, Mosquitto, have
+from tests.support.command import waitfor
 from tests.support.fast import FAST
-from tests.support.servers import listening, scripted_peer, server_factory
+from tests.support.servers import listening, says_after_reading, scripted_peer, server_factory
 from tests.support.targets import refusals
+from tests.support.waiting import assert_a_silent_listener_times_out, meanwhile
+from tests.support.waiting import reason as reason_of
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.mqtt.check import MqttCheck
@@ -78,12 +79,7 @@ def test_the_machines_anonymous_broker() -> None:
 
 
 def waitfor_exit(url: str) -> tuple[int, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-t", "1", url],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = waitfor("-t", "1", url)
     return result.returncode, result.stderr
 
 
@@ -150,12 +146,8 @@ def test_ping_needs_no_credentials(mosquitto: MakeBroker) -> None:
 
 def test_waits_for_a_broker_that_starts_later(mosquitto: MakeBroker) -> None:
     broker = mosquitto(users={"app": "right"})
-    started = threading.Timer(1.0, broker.start)
-    started.start()
-    try:
+    with meanwhile(1.0, broker.start):
         result = wait_for(f"mqtt://app:right@127.0.0.1:{broker.port}", timeout=30)[0]
-    finally:
-        started.join()
     assert result.attempts > 1
     assert result.reason == "CONNACK: accepted"
 
@@ -238,23 +230,12 @@ def test_ping_is_not_ready_while_the_server_is_unavailable() -> None:
     ],
 )
 def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
-    def say(conn: socket.socket) -> None:
-        conn.recv(1000)
-        conn.sendall(answer)
-
-    with scripted_peer(say) as port, pytest.raises(WaitTimeout) as info:
-        wait_for(f"mqtt://127.0.0.1:{port}", timeout=0.5, backoff=FAST)
-    assert reason in info.value.results[0].reason
+    with scripted_peer(says_after_reading(answer, 1000)) as port:
+        assert reason in reason_of(f"mqtt://127.0.0.1:{port}", timeout=0.5)
 
 
 def test_a_listener_that_never_speaks_times_out() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as silent:
-        port = silent.getsockname()[1]
-        started = time.monotonic()
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"mqtt://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
-    assert time.monotonic() - started < 3
-    assert info.value.results[0].reason.startswith("timed out")
+    assert_a_silent_listener_times_out("mqtt")
 
 
 def test_first_attempt_without_the_event_loop_answers_as_the_runner(mosquitto: MakeBroker) -> None:

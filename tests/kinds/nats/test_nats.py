@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,10 +11,11 @@ import pytest
 import trustme
 
 from tests.support.attempts import assert_first_attempt_as_runner
-from tests.support.brokers import NATS_PORT, NatsServer, have
+from tests.support.brokers import NATS_PORT, NatsServer, have, jetstream_greeting
 from tests.support.fast import FAST
 from tests.support.servers import listening, scripted_peer, server_factory
 from tests.support.targets import refusals
+from tests.support.waiting import assert_a_silent_listener_times_out, meanwhile
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.nats.check import NatsCheck
@@ -103,12 +103,8 @@ def test_token(nats: MakeServer) -> None:
 def test_jetstream_starting_later(nats: MakeServer) -> None:
     """Waiting from before the server exists until JetStream answers."""
     server = nats(jetstream=True)
-    starter = threading.Timer(1.0, server.start)
-    starter.start()
-    try:
+    with meanwhile(1.0, server.start):
         result = wait_for(f"nats://127.0.0.1:{server.port}#jetstream", timeout=30)[0]
-    finally:
-        starter.join()
     assert result.attempts > 1
     assert result.reason.startswith("JetStream answers on nats-server"), result.reason
 
@@ -185,13 +181,7 @@ def msg(payload: bytes) -> bytes:
 )
 def test_hostile_jetstream_answers(reply: bytes, reason: str) -> None:
     def say(conn: socket.socket) -> None:
-        conn.sendall(b'INFO {"version":"9.9.9"}\r\n')
-        buffer = b""
-        while b"PING" not in buffer:
-            buffer += conn.recv(1000)
-        conn.sendall(b"PONG\r\n")
-        while b"$JS.API.INFO" not in buffer:
-            buffer += conn.recv(1000)
+        jetstream_greeting(conn)
         conn.sendall(reply)
         conn.recv(1000)
 
@@ -200,13 +190,7 @@ def test_hostile_jetstream_answers(reply: bytes, reason: str) -> None:
 
 
 def test_a_listener_that_never_speaks_times_out() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as silent:
-        port = silent.getsockname()[1]
-        started = time.monotonic()
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"nats://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
-    assert time.monotonic() - started < 3
-    assert info.value.results[0].reason.startswith("timed out")
+    assert_a_silent_listener_times_out("nats")
 
 
 def test_first_attempt_without_the_event_loop_answers_as_the_runner(nats: MakeServer) -> None:

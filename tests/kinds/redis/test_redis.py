@@ -21,7 +21,7 @@ import trustme
 from tests.support.attempts import assert_first_attempt_as_runner, probe
 from tests.support.ports import free_port
 from tests.support.redisd import RedisServer, unavailable_reason
-from tests.support.servers import Script, banner_server, http_server, server_factory
+from tests.support.servers import Script, banner_server, http_server, server_factory, started
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kind import Outcome
@@ -56,9 +56,7 @@ def assert_parity(url: str, port: int, *options: str) -> Outcome:
 
 @pytest.fixture
 def running(redis: MakeServer) -> RedisServer:
-    server = redis()
-    server.start()
-    return server
+    return started(redis())
 
 
 @pytest.fixture

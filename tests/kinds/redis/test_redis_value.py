@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -18,10 +16,13 @@ from urllib.parse import quote
 import pytest
 
 from tests.support.attempts import assert_first_attempt_as_runner, probe
+from tests.support.command import waitfor
 from tests.support.fast import FAST
 from tests.support.redisd import RedisServer, unavailable_reason
 from tests.support.servers import server_factory
-from waitfor import TargetError, WaitTimeout, parse_target, wait_for
+from tests.support.targets import refusals
+from tests.support.waiting import meanwhile
+from waitfor import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason("redis-server", "redis-cli") is not None,
@@ -102,12 +103,8 @@ def test_waits_for_the_value_to_change(running: RedisServer) -> None:
     target = url(running, "migration", "^done$")
     with pytest.raises(WaitTimeout):
         wait_for(target, timeout=0.5, backoff=FAST)
-    timer = threading.Timer(0.3, lambda: running.cli("SET", "migration", "done"))
-    timer.start()
-    try:
+    with meanwhile(0.3, lambda: running.cli("SET", "migration", "done")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
-    finally:
-        timer.join()
     assert result.attempts > 1
     assert redis_cli_says(running, "migration", "^done$")
 
@@ -129,8 +126,7 @@ def test_the_first_attempt_agrees(running: RedisServer) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("options", "error"),
+test_bad_options_are_one_line_errors = refusals(
     [
         ("value=x", "value needs the key it is the value of: #key=NAME&value=RE2"),
         ("key=k&value=(a", "value regex '(a' is invalid"),
@@ -138,34 +134,22 @@ def test_the_first_attempt_agrees(running: RedisServer) -> None:
         ("key=k&value=a&value=b", "option 'value' given more than once"),
         ("key=k&value=" + "(a|b)" * 3000, "is too large"),
     ],
+    address="redis://:hunter2@db#{}",
+    regex=False,
+    hidden=["hunter2"],
+    one_line=True,
 )
-def test_bad_options_are_one_line_errors(options: str, error: str) -> None:
-    with pytest.raises(TargetError) as info:
-        parse_target(f"redis://:hunter2@db#{options}")
-    assert error in str(info.value)
-    assert "hunter2" not in str(info.value)
-    assert "\n" not in str(info.value)
 
 
 def test_the_cli_exit_2_and_json(running: RedisServer) -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "waitfor", "redis://:hunter2@db#value=x"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = waitfor("redis://:hunter2@db#value=x")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "hunter2" not in bad.stderr
     running.cli("CONFIG", "SET", "requirepass", "pw-77")
     running.cli("SET", "ready", "yes", password="pw-77")
     target = f"redis://:pw-77@127.0.0.1:{running.port}#key=ready&value=yes"
-    good = subprocess.run(
-        [sys.executable, "-m", "waitfor", "-o", "json", target],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    good = waitfor("-o", "json", target)
     assert good.returncode == 0, good.stderr
     assert "pw-77" not in good.stderr
     events = [json.loads(line) for line in good.stderr.splitlines()]
