@@ -299,12 +299,12 @@ def test_custom_resource_condition_with_unknown_type_first(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
     remove_crd(control_plane)
-    code, out = run(env, "-t", "1", "k8s:certificates.example.com/web#condition=Ready")
+    code, out = run(env, "-t", "3", "k8s:certificates.example.com/web#condition=Ready")
     assert code == 124, out
     assert "unknown type 'certificates.example.com'" in out
     assert "the server offers: " in out
     assert "deployments.apps (deploy)" in out
-    code, out = run(env, "-t", "1", "k8s:jbo/x")
+    code, out = run(env, "-t", "3", "k8s:jbo/x")
     assert "did you mean jobs.batch?" in out
     ensure_crd(control_plane)
     waiter = Waiter(env, "-t", "60", "k8s:cert/web#condition=Ready")
@@ -323,7 +323,7 @@ def test_custom_resource_condition_with_unknown_type_first(
             }
         },
     )
-    code, out = run(env, "-t", "1", "k8s:certificates.example.com/web#condition=Ready")
+    code, out = run(env, "-t", "3", "k8s:certificates.example.com/web#condition=Ready")
     assert code == 124, out
     assert "condition Ready is False: CertificateNotYetIssued" in out
     assert waiter.running()
