@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from waitfor.kind import Outcome, answer_line
-from waitfor.net.conversation import (
-    Conversation,
-    Send,
-    Step,
-)
+from waitfor.net.conversation import Conversation, Send, Step
 
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
 

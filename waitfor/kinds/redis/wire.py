@@ -7,18 +7,9 @@ without it.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
 from waitfor.kind import Outcome, ProtocolError, answer_line
-from waitfor.net.conversation import (
-    Conversation,
-    Read,
-    Send,
-    Step,
-)
-
-if TYPE_CHECKING:
-    pass
+from waitfor.net.conversation import Conversation, Read, Send, Step
 
 MAX_LINE = 64 * 1024  # a simple string or error; INFO replication is a bulk of ~1 KiB
 MAX_BULK = 1024 * 1024
