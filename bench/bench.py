@@ -32,7 +32,6 @@ from bench.scenarios import (
     redis_ready_at,
     rejected_logged,
     run_measured,
-    under_callgrind,
 )
 from tests.support.grpcserver import grpc_server
 from tests.support.ports import free_port, free_ports
@@ -183,7 +182,7 @@ def measure_instructions(wf: str, wfi: str, dns: str, quick: bool) -> dict[str, 
     """Instructions of one cold start with a ready target (callgrind), beside wait-for-it's;
     the TLS forms of every kind whose plain form has a quick first attempt, beside it."""
     port = free_port()
-    waitfor = [*under_callgrind(wf), "-q"]
+    waitfor = [wf, "-q"]
     with (
         tcp_listener(port),
         http_server(Script(body=b'{"status": "UP"}')) as (url, _),

@@ -24,6 +24,7 @@ from tests.support import mysqld
 from tests.support.dnsserver import DnsServer
 from tests.support.pg import Cluster, make_template
 from tests.support.redisd import Memcached, RedisServer
+from waitfor.core.first_attempt import BUDGET_SCALE
 
 
 @dataclass
@@ -188,34 +189,22 @@ def cold_start(tools: list[Tool], runs: int) -> list[Series]:
     return series
 
 
-#: a waitfor run as callgrind counts it: the console script's code, with the quick first
-#: attempt's budget (0.25 s of wall time) scaled by valgrind's slowdown (~50x), so that the run
-#: takes the path it takes at full speed (a TLS handshake alone outlasts 0.25 s under callgrind,
-#: and the event loop's path would then add its imports)
-UNDER_CALLGRIND = """\
-import re, sys
-from waitfor.core import first_attempt
-first_attempt.QUICK_BUDGET *= 50
-from waitfor.__main__ import run
-sys.argv[0] = "waitfor"
-sys.exit(run())
-"""
-
-
-def under_callgrind(waitfor: str) -> list[str]:
-    """The command that runs ``waitfor`` (a console script) as :data:`UNDER_CALLGRIND` says;
-    ``-P``: not from the current directory (a checkout's sources), as the script would not."""
-    return [str(Path(waitfor).with_name("python")), "-P", "-c", UNDER_CALLGRIND]
+#: the environment of a run under callgrind: waitfor's quick first attempt's budget (0.25 s of
+#: wall time) scaled by valgrind's slowdown (~50x), so that the run takes the path it takes at
+#: full speed (a TLS handshake alone outlasts 0.25 s under callgrind, and the event loop's path
+#: would then add its imports); the other tools read none of it. waitfor runs as its console
+#: script: callgrind follows the ``#!`` to the interpreter
+UNDER_CALLGRIND = {BUDGET_SCALE: "50"}
 
 
 def instructions(argv: list[str], runs: int = 3) -> int:
     """Instructions one run executes (callgrind), the least of ``runs``: unlike wall time, the
-    same under any load (waitfor's own runs: see :data:`UNDER_CALLGRIND`)."""
+    same under any load (the environment: :data:`UNDER_CALLGRIND`)."""
     counts = []
     for _ in range(runs):
         result = subprocess.run(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-            env={**os.environ, "PYTHONHASHSEED": "0"},
+            env={**os.environ, "PYTHONHASHSEED": "0", **UNDER_CALLGRIND},
             capture_output=True,
             text=True,
         )

@@ -68,7 +68,8 @@ used: they need asyncio), never by a kind's own ``getaddrinfo``: they are bounde
 cancellable, and raise :class:`NetError` whose text is the reason to show.
 
 Also here, for kinds: the conversation template (:class:`ConversationCheck`, its options and
-:class:`ProtocolError`; the driver itself is :mod:`waitfor.net.conversation`), seed lists
+:class:`ProtocolError`, :func:`answer_line` for a line-based protocol's lines; the driver itself
+is :mod:`waitfor.net.conversation`), seed lists
 (:mod:`seeds <waitfor.core.seeds>`), the value base :class:`Value`, URL and redaction helpers
 (:func:`urlsplit`, :func:`unquote`, :func:`host_port`, :func:`userinfo`, :func:`query`,
 :data:`MASK`, :func:`is_secret_name`, and the modules ``urls``, ``redaction``, ``sanitize``),
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
         ConversationCheck,
         ConversationOptions,
         ProtocolError,
+        answer_line,
     )
     from waitfor.net.aio import (
         ConnectError,
@@ -141,6 +143,7 @@ __all__ = [
     "Target",
     "TlsError",
     "Value",
+    "answer_line",
     "choice",
     "compile_pattern",
     "connect",
@@ -176,7 +179,7 @@ _LAZY = {
     ),
     **dict.fromkeys(("resolve", "start_tls"), "waitfor.net.aio"),
     **dict.fromkeys(
-        ("ConversationCheck", "ConversationOptions", "ProtocolError"),
+        ("ConversationCheck", "ConversationOptions", "ProtocolError", "answer_line"),
         "waitfor.core.conversation_check",
     ),
     **dict.fromkeys(("Pattern", "compile_pattern", "option_pattern"), "waitfor.base.patterns"),

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,9 +28,16 @@ from hypothesis import strategies as st
 from tests.support.imports import run_listing_imports
 from tests.support.ports import free_port
 from tests.support.redisd import Memcached, RedisServer
-from tests.support.servers import server_factory, tcp_listener, unix_http_server
+from tests.support.servers import (
+    Script,
+    http_server,
+    server_factory,
+    tcp_listener,
+    unix_http_server,
+)
 from waitfor import WaitTimeout, wait_for
 from waitfor.cli import command as cli
+from waitfor.cli.reading import READ_ELSEWHERE
 from waitfor.core import first_attempt as quickstart
 from waitfor.core.events import Event
 from waitfor.core.targets import parse_target
@@ -214,6 +224,41 @@ def test_a_ready_run_never_imports_asyncio(
     assert result.returncode == 0, result.stderr
     assert f"waitfor.kinds.{kind}" in imported
     assert not imported & {"asyncio", "ssl", "waitfor.core.runner", "waitfor.net.aio", "dns"}
+
+
+def test_the_budget_scale_keeps_a_slow_ready_target_on_the_quick_path(tmp_path: Path) -> None:
+    """An answer after 0.5 s outlasts the 0.25 s budget (the runner answers, with asyncio);
+    WAITFOR_QUICK_BUDGET_SCALE (unhurried: 20) leaves it to the first attempt, still read
+    without click and with no "unknown variable" warning."""
+    env = {k: v for k, v in os.environ.items() if "WAITFOR_" not in k}
+    with http_server(Script(delay=0.5)) as (url, _):
+        hurried, imported = run_listing_imports(tmp_path, url, env=env)
+        assert hurried.returncode == 0, hurried.stderr
+        assert "asyncio" in imported
+        unhurried, imported = run_listing_imports(tmp_path, url, env=env, unhurried=True)
+    assert unhurried.returncode == 0, unhurried.stderr
+    assert not imported & {"asyncio", "click", "waitfor.core.runner"}
+    assert "unknown variable" not in unhurried.stderr
+
+
+@pytest.mark.parametrize("scale", ["fast", "0", "-1", "inf", "nan", ""])
+def test_a_budget_scale_that_is_no_positive_number_is_a_usage_error(scale: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waitfor", "-t", "1", "tcp://127.0.0.1:1"],
+        env={**os.environ, quickstart.BUDGET_SCALE: scale},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    said = f"{quickstart.BUDGET_SCALE} must be a positive number (a factor of the budget)"
+    assert result.stderr == f"waitfor: error: {said}\n"
+
+
+def test_the_command_knows_the_budget_scale_is_read_elsewhere() -> None:
+    assert quickstart.BUDGET_SCALE in READ_ELSEWHERE
+    assert not cli.unknown_variables({quickstart.BUDGET_SCALE: "20"})
 
 
 def test_the_time_of_an_unanswered_first_attempt_is_counted() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+from waitfor.core.first_attempt import BUDGET_SCALE
 
 #: lists sys.modules at exit (atexit) after main(argv)
 AT_EXIT = (
@@ -25,9 +28,6 @@ AT_OS_EXIT = (
     "cli.run()\n"
 )
 
-#: the quick first attempt's budget scaled (``unhurried``)
-UNHURRIED = "from waitfor.core import first_attempt\nfirst_attempt.QUICK_BUDGET *= 20\n"
-
 
 def run_listing_imports(
     folder: Path,
@@ -46,9 +46,7 @@ def run_listing_imports(
     listing = folder / "modules"
     script = AT_OS_EXIT if os_exit else AT_EXIT
     if unhurried:
-        script = (
-            f"from waitfor.core import first_attempt\nfirst_attempt.QUICK_BUDGET *= 20\n{script}"
-        )
+        env = {**(os.environ if env is None else env), BUDGET_SCALE: "20"}
     result = subprocess.run(
         [sys.executable, "-c", script, str(listing), *args],
         capture_output=True,

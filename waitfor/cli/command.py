@@ -30,6 +30,7 @@ from waitfor.cli.reading import (
     ERRORS,
     FLAG,
     OPTIONS,
+    READ_ELSEWHERE,
     VARIABLES,
     die,
     split_command,
@@ -317,14 +318,18 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     silently leave its default (``WAITFOR_TIMOUT=1s`` waits 60 s). Only names are said, never
     values (``WAITFOR_TARGETS`` may hold a password). A warning, not an error: other tools may
     set ``WAITFOR_``-prefixed variables of their own."""
-    unknown = sorted(n for n in environ if n.startswith("WAITFOR_") and n not in VARIABLES)
+    unknown = sorted(
+        n
+        for n in environ
+        if n.startswith("WAITFOR_") and n not in VARIABLES and n not in READ_ELSEWHERE
+    )
     if not unknown:
         return []
     import difflib  # only when there is something to suggest
 
     warnings = []
     for name in unknown:
-        near = difflib.get_close_matches(name, sorted(VARIABLES), n=1, cutoff=0.8)
+        near = difflib.get_close_matches(name, sorted(VARIABLES | READ_ELSEWHERE), n=1, cutoff=0.8)
         hint = f" (did you mean {near[0]}?)" if near else ""
         warnings.append(f"unknown variable {name} ignored{hint}")
     return warnings

@@ -243,6 +243,9 @@ MIN_INTERVAL = MIN_DELAY  # the library holds the same floor
 DEFAULTS: dict[str, Any] = {option.name: option.default for option in OPTIONS}
 #: the variables waitfor reads: WAITFOR_TARGETS and one per option
 VARIABLES = frozenset({"WAITFOR_TARGETS"} | {option.envvar for option in OPTIONS})
+#: variables read where they are used, not options: no "unknown variable" warning, and the quick
+#: reading still reads the words (the first attempt's budget scale, waitfor.core.first_attempt)
+READ_ELSEWHERE = frozenset({"WAITFOR_QUICK_BUDGET_SCALE"})
 
 
 def split_command(args: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -27,14 +27,31 @@ from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable, Generator
 
     from waitfor.base.deadline import Deadline
     from waitfor.base.urlsplit import SplitResult
-    from waitfor.net.conversation import Conversation
+    from waitfor.net.conversation import Conversation, Step
 
 
 class ProtocolError(Exception):
     """The peer's bytes are not the protocol expected: the message says what was wrong."""
+
+
+def answer_line(limit: int, not_ours: Callable[[bytes], str]) -> Generator[Step, bytes, bytes]:
+    """One line of a line-based protocol's answer, without its CRLF; longer than ``limit`` bytes
+    (the CRLF included): TooLong. A server of the protocol never hangs up in the middle of a
+    line: a peer that does speaks another, and is a ProtocolError saying ``not_ours(what it
+    sent)``, as a whole line of it would be. A plain hang-up stays a Closed."""
+    from waitfor.net.conversation import Closed, ReadLine
+
+    try:
+        line = yield ReadLine(limit)
+    except Closed as exc:
+        if not exc.partial:
+            raise
+        raise ProtocolError(not_ours(exc.partial)) from None
+    return line[:-2]
 
 
 class ConversationOptions(Value):

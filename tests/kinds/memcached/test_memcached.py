@@ -101,6 +101,9 @@ def test_non_memcached_listeners() -> None:
     with banner_server(b"220 mail.example ESMTP\r\n") as port:
         outcome = probe(f"memcached://127.0.0.1:{port}")
         assert outcome.reason == "not a memcached server (it answered '220 mail.example ESMTP')"
+    with banner_server(b"220 mail.example") as port:  # hangs up in the middle of a line
+        outcome = probe(f"memcached://127.0.0.1:{port}")
+        assert outcome.reason == "not a memcached server (it answered '220 mail.example')"
 
 
 def test_targets() -> None:

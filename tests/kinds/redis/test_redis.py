@@ -187,6 +187,9 @@ def test_non_redis_listeners() -> None:
     with banner_server(b"220 mail.example ESMTP\r\n") as port:
         outcome = assert_parity(f"redis://127.0.0.1:{port}", port)
         assert outcome.reason == "not a Redis server (it answered '220 mail.example ESM')"
+    with banner_server(b"220 mail.example") as port:  # hangs up in the middle of a line
+        outcome = assert_parity(f"redis://127.0.0.1:{port}", port)
+        assert outcome.reason == "not a Redis server (it answered '220 mail.example')"
 
 
 def test_deeply_nested_answers_are_refused() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
 from waitfor import __version__
 from waitfor.kind import Outcome, ProtocolError, Value
@@ -16,9 +15,6 @@ from waitfor.net.conversation import (
     Send,
     Step,
 )
-
-if TYPE_CHECKING:
-    pass
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 FRAME_METHOD, FRAME_HEARTBEAT = 1, 8

@@ -107,10 +107,7 @@ def deployment(obj: Json) -> Verdict:
     total = _int(status.get("replicas"))
     if total > updated:
         return Verdict(False, f"{total - updated} old replicas pending termination")
-    available = _int(status.get("availableReplicas"))
-    if available < updated:
-        return Verdict(False, f"{available}/{updated} replicas available")
-    return Verdict(True, f"rolled out, {available}/{wanted} replicas available")
+    return _updated_available(_int(status.get("availableReplicas")), updated, wanted, "replicas")
 
 
 def statefulset(obj: Json) -> Verdict:
@@ -149,10 +146,15 @@ def daemonset(obj: Json) -> Verdict:
     updated = _int(status.get("updatedNumberScheduled"))
     if strategy.get("type", "RollingUpdate") != "OnDelete" and updated < desired:
         return Verdict(False, f"{updated}/{desired} pods updated")
-    available = _int(status.get("numberAvailable"))
-    if available < desired:
-        return Verdict(False, f"{available}/{desired} pods available")
-    return Verdict(True, f"rolled out, {available}/{desired} pods available")
+    return _updated_available(_int(status.get("numberAvailable")), desired, desired, "pods")
+
+
+def _updated_available(available: int, needed: int, wanted: int, what: str) -> Verdict:
+    """The last step of a Deployment's or DaemonSet's rollout, as ``kubectl rollout status``
+    waits for it: ``needed`` pods available (the updated replicas; every desired pod)."""
+    if available < needed:
+        return Verdict(False, f"{available}/{needed} {what} available")
+    return Verdict(True, f"rolled out, {available}/{wanted} {what} available")
 
 
 def replicaset(obj: Json) -> Verdict:

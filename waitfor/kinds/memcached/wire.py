@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from waitfor.kind import Outcome, ProtocolError
-from waitfor.net.conversation import (
-    Closed,
-    Conversation,
-    ReadLine,
-    Send,
-    Step,
-)
+from waitfor.kind import Outcome, answer_line
+from waitfor.net.conversation import Conversation, Send, Step
 
 MAX_LINE = 4096  # "VERSION 1.6.18" or an error: anything longer is not memcached
 
@@ -49,15 +43,11 @@ def version(user: str, password: str) -> Conversation:
 
 def read_line() -> Generator[Step, bytes, str]:
     """One answer line, printable, without its CRLF."""
-    try:
-        line = yield ReadLine(MAX_LINE)
-    except Closed as exc:
-        if not exc.partial:
-            raise  # a plain hang-up: the server closed the connection
-        raise ProtocolError(
-            f"not a memcached server (it answered {_printable(exc.partial[:40])!r})"
-        ) from None
-    return _printable(line[:-2])
+    return _printable((yield from answer_line(MAX_LINE, _not_memcached)))
+
+
+def _not_memcached(answer: bytes) -> str:
+    return f"not a memcached server (it answered {_printable(answer[:40])!r})"
 
 
 def _printable(data: bytes) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from waitfor import __version__
 from waitfor.kind import Outcome, ProtocolError
@@ -18,9 +18,6 @@ from waitfor.net.conversation import (
     StartTls,
     Step,
 )
-
-if TYPE_CHECKING:
-    pass
 
 MAX_PAYLOAD = 1024 * 1024  # the server's default max_payload
 MAX_LINE = 64 * 1024  # a protocol line (INFO lists cluster URLs, still far smaller)

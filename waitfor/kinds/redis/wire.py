@@ -7,20 +7,9 @@ without it.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome, ProtocolError
-from waitfor.net.conversation import (
-    Closed,
-    Conversation,
-    Read,
-    ReadLine,
-    Send,
-    Step,
-)
-
-if TYPE_CHECKING:
-    pass
+from waitfor.kind import Outcome, ProtocolError, answer_line
+from waitfor.net.conversation import Conversation, Read, Send, Step
 
 MAX_LINE = 64 * 1024  # a simple string or error; INFO replication is a bulk of ~1 KiB
 MAX_BULK = 1024 * 1024
@@ -131,7 +120,7 @@ def call(*words: str) -> Generator[Step, bytes, Reply | RedisError]:
 def read_reply(depth: int = 0) -> Generator[Step, bytes, Reply]:
     if depth > MAX_DEPTH:  # the commands asked for nest one level at most
         raise ProtocolError("answer nested too deeply for a Redis health check")
-    line = yield from _line()
+    line = yield from answer_line(MAX_LINE, _not_redis)
     kind, rest = line[:1], line[1:]
     if kind == b"+":
         return rest.decode("utf-8", "replace")
@@ -156,19 +145,11 @@ def read_reply(depth: int = 0) -> Generator[Step, bytes, Reply]:
         for _ in range(count):
             items.append((yield from read_reply(depth + 1)))
         return items
-    raise ProtocolError(f"not a Redis server (it answered {_shown(line[:20])})")
+    raise ProtocolError(_not_redis(line))
 
 
-def _line() -> Generator[Step, bytes, bytes]:
-    """One protocol line without its CRLF."""
-    try:
-        line = yield ReadLine(MAX_LINE)
-    except Closed as exc:
-        if not exc.partial:
-            raise  # a plain hang-up: the server closed the connection
-        answered = _shown(exc.partial[:20])
-        raise ProtocolError(f"not a Redis server (it answered {answered})") from None
-    return line[:-2]
+def _not_redis(answer: bytes) -> str:
+    return f"not a Redis server (it answered {_shown(answer[:20])})"
 
 
 def _integer(text: bytes) -> int:
