@@ -262,16 +262,24 @@ def _start_frame(mechanisms: bytes) -> bytes:
     return amqp.method_frame(amqp.START, args)
 
 
-def test_broker_without_plain_login_is_not_ready() -> None:
-    def external_only(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(_start_frame(b"EXTERNAL"))
-        conn.recv(100)
+def login_peer(mechanisms: bytes, after_login: bytes = b"") -> Callable[[socket.socket], None]:
+    """A broker that offers ``mechanisms``, reads the login, then says ``after_login`` and reads
+    on, or (where it is empty) hangs up."""
 
-    assert (
-        reason_from_a_peer(external_only, "amqp://127.0.0.1:{port}")
-        == "the broker does not offer PLAIN login (offers: EXTERNAL)"
-    )
+    def answer(conn: socket.socket) -> None:
+        conn.recv(8)
+        conn.sendall(_start_frame(mechanisms))
+        conn.recv(1000)
+        if after_login:
+            conn.sendall(after_login)
+            conn.recv(1000)
+
+    return answer
+
+
+def test_broker_without_plain_login_is_not_ready() -> None:
+    said = reason_from_a_peer(login_peer(b"EXTERNAL"), "amqp://127.0.0.1:{port}")
+    assert said == "the broker does not offer PLAIN login (offers: EXTERNAL)"
 
 
 @pytest.mark.parametrize(
@@ -284,26 +292,14 @@ def test_broker_without_plain_login_is_not_ready() -> None:
     ],
 )
 def test_hostile_answers_to_the_login_are_not_ready(after_login: bytes, reason: str) -> None:
-    def answer(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(_start_frame(b"PLAIN"))
-        conn.recv(1000)
-        conn.sendall(after_login)
-        conn.recv(1000)
-
-    assert reason in reason_from_a_peer(answer, "amqp://127.0.0.1:{port}")
+    assert reason in reason_from_a_peer(
+        login_peer(b"PLAIN", after_login), "amqp://127.0.0.1:{port}"
+    )
 
 
 def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> None:
-    def hang_up(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(_start_frame(b"PLAIN"))
-        conn.recv(1000)
-
-    assert (
-        reason_from_a_peer(hang_up, "amqp://127.0.0.1:{port}")
-        == "authentication failed (the broker hung up)"
-    )
+    said = reason_from_a_peer(login_peer(b"PLAIN"), "amqp://127.0.0.1:{port}")
+    assert said == "authentication failed (the broker hung up)"
 
 
 test_hostile_peers_are_not_ready = hostile_answers(
