@@ -66,10 +66,14 @@ def meanwhile(delay: float, action: Callable[[], object]) -> Iterator[None]:
         timer.join()
 
 
-def shown_after_a_timeout(text: str, timeout: float = 0.3) -> str:
-    """All a user is shown of a target that times out: its str and repr, the WaitTimeout's
-    message and its results."""
-    target = parse_target(text)
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=timeout)
-    return f"{target} {target!r} {info.value} {info.value.results}"
+def assert_hidden_after_a_timeout(texts: Sequence[str], hidden: Sequence[str], kept: str) -> None:
+    """All a user is shown of each target that times out (0.3 s; its str and repr, the
+    WaitTimeout's message and its results) holds ``kept`` and none of ``hidden``."""
+    for text in texts:
+        target = parse_target(text)
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(target, timeout=0.3)
+        shown = f"{target} {target!r} {info.value} {info.value.results}"
+        for secret in hidden:
+            assert secret not in shown
+        assert kept in shown
