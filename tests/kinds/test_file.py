@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support.fast import FAST
+from tests.support.gate import Gate, gated
 from tests.support.targets import refusals
 from tests.support.waiting import reason as reason_of
 from waitfor import WaitTimeout, wait_for
@@ -108,30 +109,19 @@ test_bad_targets = refusals(
 HUNG = "/waitfor-hung-mount"
 
 
-class Gate:
+class HungMount(Gate):
     """A filesystem call on a path under HUNG blocks until opened; others pass through."""
 
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.opened = threading.Event()
-        self.calls = 0
-
-    def __call__(self, path: Any, *args: Any, **kw: Any) -> Any:
-        if str(path).startswith(HUNG):
-            self.calls += 1
-            self.opened.wait(30)
-            path = str(path)[len(HUNG) :] or "/"
-        return self.real(path, *args, **kw)
+    def held(self, path: Any, *args: Any, **kw: Any) -> tuple[Any, ...] | None:
+        if not str(path).startswith(HUNG):
+            return None
+        return (str(path)[len(HUNG) :] or "/", *args)
 
 
 @pytest.fixture
 def hung_stat(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
-    held = Gate(os.stat)
-    monkeypatch.setattr(os, "stat", held)
-    try:
+    with gated(monkeypatch, os, "stat", HungMount(os.stat)) as held:
         yield held
-    finally:
-        held.opened.set()
 
 
 def test_a_hung_stat_holds_neither_the_deadline_nor_other_targets(
@@ -182,15 +172,15 @@ def test_the_answer_of_a_slow_stat_is_used_when_it_comes(hung_stat: Gate, tmp_pa
 
 
 def test_a_hung_listing_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    passing, held = Gate(os.stat), Gate(os.scandir)
-    passing.opened.set()
-    monkeypatch.setattr(os, "stat", passing)
-    monkeypatch.setattr(os, "scandir", held)
-    try:
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"file://{HUNG}{tmp_path}#nonempty", timeout=0.5, backoff=FAST)
-    finally:
-        held.opened.set()
+    passing = HungMount(os.stat)
+    passing.opened.set()  # only the listing hangs
+    hung = HungMount(os.scandir)
+    with (
+        gated(monkeypatch, os, "stat", passing),
+        gated(monkeypatch, os, "scandir", hung),
+        pytest.raises(WaitTimeout) as info,
+    ):
+        wait_for(f"file://{HUNG}{tmp_path}#nonempty", timeout=0.5, backoff=FAST)
     assert info.value.results[0].reason.startswith(f"listing {HUNG}{tmp_path}: no answer after ")
 
 

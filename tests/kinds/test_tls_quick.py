@@ -13,7 +13,6 @@ certificates given, TLS 1.2 only, an ALPN h2-only server, a close without TLS's 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 import socket
@@ -28,7 +27,11 @@ from typing import Any
 import pytest
 import trustme
 
-from tests.support.attempts import assert_first_attempt_as_runner
+from tests.support.attempts import (
+    assert_first_attempt_as_runner,
+    assert_quick_agrees,
+    quick_and_full,
+)
 from tests.support.brokers import (
     Mosquitto,
     NatsServer,
@@ -50,24 +53,8 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
 def both(target: str, budget: float = 2.0) -> tuple[Outcome | None, Outcome]:
-    """(the quick attempt's answer, the full path's outcome), each on a fresh check."""
-    parsed = parse_target(target)
-    cls = check_class(parsed.scheme)
-    quick = cls(parsed).probe_now(Deadline.after(budget))
-
-    async def full() -> Outcome:
-        check = cls(parse_target(target))
-        try:
-            async with asyncio.timeout(budget + 1):
-                return await check.probe(Deadline.after(budget))
-        finally:
-            await check.aclose()
-
-    return quick, asyncio.run(full())
-
-
-def agree(quick: Outcome | None, full: Outcome) -> None:
-    assert quick is None or (full.ready and quick == full), (quick, full)
+    """Both paths, the full one cancelled 1 s past its budget: a stalled handshake fails here."""
+    return quick_and_full(target, budget, overrun=1.0)
 
 
 def decided(target: str) -> Outcome:
@@ -294,7 +281,7 @@ def test_the_quick_https_attempt_says_only_what_httpx_says(
 ) -> None:
     with tls_peer(pki.context(), answer) as (port, _):
         quick, full = both(f"https://127.0.0.1:{port}/#cacert={pki.ca_file}{options}", budget=0.5)
-    agree(quick, full)
+    assert_quick_agrees(quick, full)
 
 
 # --- a peer that stalls in the middle of the handshake ------------------------------------------

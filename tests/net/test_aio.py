@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,35 +16,25 @@ from typing import Any
 import pytest
 import trustme
 
+from tests.support.gate import Gate, gated
 from tests.support.servers import http_server
 from waitfor.base.deadline import Deadline
 from waitfor.net import aio
 
 
-class Gate:
+class SilentLookup(Gate):
     """getaddrinfo for names under .test blocks until opened, then answers 127.0.0.1."""
 
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.opened = threading.Event()
-        self.calls = 0
-
-    def __call__(self, host: str, port: Any, *args: Any, **kw: Any) -> Any:
+    def held(self, host: str, port: Any, *args: Any, **kw: Any) -> tuple[Any, ...] | None:
         if not host.endswith(".test") or kw.get("flags", 0) & socket.AI_NUMERICHOST:
-            return self.real(host, port, *args, **kw)  # a literal's check never blocks
-        self.calls += 1
-        self.opened.wait(30)
-        return self.real("127.0.0.1", port, *args, **kw)
+            return None  # a literal's check never blocks
+        return ("127.0.0.1", port, *args)
 
 
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
-    held = Gate(socket.getaddrinfo)
-    monkeypatch.setattr(socket, "getaddrinfo", held)
-    try:
+    with gated(monkeypatch, socket, "getaddrinfo", SilentLookup(socket.getaddrinfo)) as held:
         yield held
-    finally:
-        held.opened.set()
 
 
 def test_a_cancelled_lookup_is_abandoned_not_waited_for(gate: Gate) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 import trustme
@@ -88,57 +88,23 @@ def starttls_peer(server: ssl.SSLContext) -> Peer:
     return answer
 
 
-async def upgrade(
-    port: int, client: ssl.SSLContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> list[bytes]:
-    said = [await reader.readline()]
-    writer.write(b"STARTTLS\r\n")
-    said.append(await reader.readline())
-    await aio.start_tls(writer, client, "localhost", 5.0)
-    writer.write(b"who\r\n")
-    said.append(await reader.readline())
-    said.append(writer.get_extra_info("ssl_object").version().encode())
-    writer.close()
-    return said
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-def test_starttls_upgrades_the_same_streams_in_place(
-    server: ssl.SSLContext, client: ssl.SSLContext
+def assert_upgrades(
+    server: ssl.SSLContext,
+    opened: Callable[[int], Awaitable[Streams]],
+    start_tls: Callable[[asyncio.StreamWriter], Awaitable[None]],
 ) -> None:
-    async def talk(port: int) -> list[bytes]:
-        sock = await aio.connect("127.0.0.1", port, Deadline.after(5.0))
-        reader, writer = await aio.streams(sock)
-        return await upgrade(port, client, reader, writer)
-
-    with scripted_peer(starttls_peer(server)) as port:
-        assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
-
-
-def test_streams_made_by_asyncio_still_upgrade(
-    server: ssl.SSLContext, client: ssl.SSLContext
-) -> None:
-    """A plugin's own asyncio.open_connection streams: start_tls upgrades them (asyncio's TLS)."""
+    """Streams to a :func:`starttls_peer` from ``opened``, upgraded by ``start_tls`` after the
+    go-ahead: the greeting, the go-ahead, then the peer's echo over TLS 1.3."""
 
     async def talk(port: int) -> list[bytes]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return await upgrade(port, client, reader, writer)
-
-    with scripted_peer(starttls_peer(server)) as port:
-        assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
-
-
-def test_waitfor_streams_upgrade_with_asyncios_own_start_tls(
-    server: ssl.SSLContext, client: ssl.SSLContext
-) -> None:
-    """A plugin's probe holding open_stream's streams may call StreamWriter.start_tls (asyncio's
-    documented way, which worked before TLS moved here): the same upgrade, on our transport."""
-
-    async def talk(port: int) -> list[bytes]:
-        reader, writer = await aio.open_stream("127.0.0.1", port, Deadline.after(5.0))
+        reader, writer = await opened(port)
         said = [await reader.readline()]
         writer.write(b"STARTTLS\r\n")
         said.append(await reader.readline())
-        await writer.start_tls(client, server_hostname="localhost", ssl_handshake_timeout=5.0)
+        await start_tls(writer)
         writer.write(b"who\r\n")
         said.append(await reader.readline())
         said.append(writer.get_extra_info("ssl_object").version().encode())
@@ -147,6 +113,41 @@ def test_waitfor_streams_upgrade_with_asyncios_own_start_tls(
 
     with scripted_peer(starttls_peer(server)) as port:
         assert asyncio.run(talk(port)) == [b"HELLO\r\n", b"GO\r\n", b"WHO\r\n", b"TLSv1.3"]
+
+
+def ours(client: ssl.SSLContext) -> Callable[[asyncio.StreamWriter], Awaitable[None]]:
+    """waitfor's own start_tls, as the kinds call it."""
+    return lambda writer: aio.start_tls(writer, client, "localhost", 5.0)
+
+
+def test_starttls_upgrades_the_same_streams_in_place(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    async def opened(port: int) -> Streams:
+        return await aio.streams(await aio.connect("127.0.0.1", port, Deadline.after(5.0)))
+
+    assert_upgrades(server, opened, ours(client))
+
+
+def test_streams_made_by_asyncio_still_upgrade(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    """A plugin's own asyncio.open_connection streams: start_tls upgrades them (asyncio's TLS)."""
+    assert_upgrades(server, lambda port: asyncio.open_connection("127.0.0.1", port), ours(client))
+
+
+def test_waitfor_streams_upgrade_with_asyncios_own_start_tls(
+    server: ssl.SSLContext, client: ssl.SSLContext
+) -> None:
+    """A plugin's probe holding open_stream's streams may call StreamWriter.start_tls (asyncio's
+    documented way, which worked before TLS moved here): the same upgrade, on our transport."""
+    assert_upgrades(
+        server,
+        lambda port: aio.open_stream("127.0.0.1", port, Deadline.after(5.0)),
+        lambda writer: writer.start_tls(
+            client, server_hostname="localhost", ssl_handshake_timeout=5.0
+        ),
+    )
 
 
 def closes_in_the_handshake(conn: socket.socket) -> None:

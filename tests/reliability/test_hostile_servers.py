@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from tests.support.attempts import probe
 from tests.support.servers import scripted_peer
+from waitfor import WaitTimeout, wait_for
 from waitfor.kind import Outcome
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "400")) // 4
@@ -116,6 +117,19 @@ def test_fuzzed_answers_are_an_outcome_in_time(answer: bytes, url: str) -> None:
     assert took < BUDGET + 1.0
     if not outcome.ready:
         assert not outcome.permanent  # a hostile peer is never the user's configuration error
+
+
+@pytest.mark.parametrize("scheme", ["amqp", "mqtt", "nats"])
+def test_a_listener_that_never_speaks_times_out(scheme: str) -> None:
+    """For the kinds whose client speaks first: a listener that accepts and never answers ends a
+    1 s wait of 0.4 s attempts in under 3 s, its reason "timed out ..."."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(f"{scheme}://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
+    assert time.monotonic() - started < 3
+    assert info.value.results[0].reason.startswith("timed out")
 
 
 def malformed_greetings() -> list[bytes]:

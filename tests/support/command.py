@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from typing import Any
 
 
 def waitfor(
@@ -22,6 +25,27 @@ def waitfor(
         timeout=timeout,
         env={**base, **(env or {})},
     )
+
+
+def usage_error(*args: str, **kw: Any) -> str:
+    """``waitfor ARGS`` (as :func:`waitfor` runs it) refused as a usage error: exit 2 and one
+    line on stderr, which it returns."""
+    result = waitfor(*args, **kw)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    return result.stderr
+
+
+def ready_event(*args: str, hidden: Sequence[str] = (), **kw: Any) -> dict[str, Any]:
+    """The one "ready" event of ``waitfor -o json ARGS``, which exits 0 and shows none of the
+    ``hidden`` strings."""
+    result = waitfor("-o", "json", *args, **kw)
+    assert result.returncode == 0, result.stderr
+    for secret in hidden:
+        assert secret not in result.stderr
+    events: list[dict[str, Any]] = [json.loads(line) for line in result.stderr.splitlines()]
+    (done,) = [event for event in events if event["event"] == "ready"]
+    return done
 
 
 def run_timed(

@@ -149,6 +149,52 @@ def condition(obj: Json, kind: str) -> str | None:
     return None
 
 
+# -- what the tests create -------------------------------------------------------------------
+
+#: a Deployment strategy under which Available means every replica ready (maxUnavailable 0),
+#: not 25 % of them rounded down
+EVERY_REPLICA: Json = {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
+#: a Role rule that lets a ServiceAccount read and watch Jobs
+READ_JOBS: Json = {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}
+
+
+def pod_template(labels: dict[str, str], restart: str = "Always") -> Json:
+    """A pod template of one container (app:1: no kubelet pulls it) with ``labels``."""
+    return {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}], "restartPolicy": restart},
+    }
+
+
+def crd(group: str, plural: str, kind: str, **names: Any) -> Json:
+    """A namespaced CustomResourceDefinition PLURAL.GROUP: one version, v1, served and stored,
+    with a status subresource and any fields; ``names`` adds to its names (shortNames, ...)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"plural": plural, "singular": plural[:-1], "kind": kind, **names},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager in a temp dir, on free loopback ports.
 
@@ -439,6 +485,76 @@ class ControlPlane:
 
         wait_until(f"ServiceAccount {name}/default with a token", has_token)
 
+    # -- objects ----------------------------------------------------------------------------
+
+    def create_pod(
+        self, namespace: str, name: str, labels: dict[str, str] | None = None, **spec: Any
+    ) -> Json:
+        """A bare Pod with ``labels``: the spec given, else pod_template's one container."""
+        return self.api.create(
+            f"/api/v1/namespaces/{namespace}/pods",
+            {
+                "metadata": {"name": name, "labels": labels or {}},
+                "spec": spec or pod_template({})["spec"],
+            },
+        )
+
+    def create_service(self, namespace: str, name: str, app: str, port: int = 1) -> Json:
+        """A Service NAME for the pods labelled app=APP."""
+        return self.api.create(
+            f"/api/v1/namespaces/{namespace}/services",
+            {
+                "metadata": {"name": name},
+                "spec": {"selector": {"app": app}, "ports": [{"port": port}]},
+            },
+        )
+
+    def create_job(self, namespace: str, name: str, **spec: Any) -> Json:
+        """A Job whose one pod (label job=NAME) is not retried; ``spec`` adds to its spec."""
+        return self.api.create(
+            f"/apis/batch/v1/namespaces/{namespace}/jobs",
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "backoffLimit": 0,
+                    **spec,
+                    "template": pod_template({"job": name}, "Never"),
+                },
+            },
+        )
+
+    def create_workload(
+        self, namespace: str, plural: str, name: str, app: str = "", **spec: Any
+    ) -> Json:
+        """An apps/v1 object (plural: deployments, statefulsets, replicasets, daemonsets) whose
+        pods carry the label app=APP (NAME unless told); ``spec`` adds to its spec."""
+        labels = {"app": app or name}
+        return self.api.create(
+            f"/apis/apps/v1/namespaces/{namespace}/{plural}",
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    **spec,
+                    "selector": {"matchLabels": labels},
+                    "template": pod_template(labels),
+                },
+            },
+        )
+
+    def grant(self, namespace: str, account: str, rules: list[Json], role: str = "") -> None:
+        """A Role (named ROLE, else ACCOUNT) with ``rules``, bound to ServiceAccount ACCOUNT."""
+        role = role or account
+        rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+        self.api.create(f"{rbac}/roles", {"metadata": {"name": role}, "rules": rules})
+        self.api.create(
+            f"{rbac}/rolebindings",
+            {
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+            },
+        )
+
     # -- playing kubelet and scheduler (as kwok does) ----------------------------------------
 
     def create_node(self, name: str = NODE) -> Json:
@@ -586,7 +702,9 @@ def control_plane(bin_dir: Path = BIN) -> Iterator[ControlPlane]:
 
 __all__ = [
     "BIN",
+    "EVERY_REPLICA",
     "KUBECTL",
+    "READ_JOBS",
     "Api",
     "ApiError",
     "ControlPlane",
@@ -594,5 +712,7 @@ __all__ = [
     "build",
     "condition",
     "control_plane",
+    "crd",
+    "pod_template",
     "wait_until",
 ]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from tests.support.fast import FAST
+from tests.support.servers import says_after_reading, scripted_peer
 from waitfor import WaitTimeout, parse_target, wait_for
 
 
@@ -23,16 +23,25 @@ def reason(target: str, timeout: float = 0.4, **options: Any) -> str:
     return info.value.results[0].reason
 
 
-def assert_a_silent_listener_times_out(scheme: str) -> None:
-    """A listener that accepts and never speaks: a 1 s wait of 0.4 s attempts on
-    ``SCHEME://127.0.0.1:PORT`` ends in under 3 s, its reason "timed out ..."."""
-    with socket.create_server(("127.0.0.1", 0)) as silent:
-        port = silent.getsockname()[1]
-        started = time.monotonic()
-        with pytest.raises(WaitTimeout) as info:
-            wait_for(f"{scheme}://127.0.0.1:{port}", timeout=1, attempt_timeout=0.4)
-    assert time.monotonic() - started < 3
-    assert info.value.results[0].reason.startswith("timed out")
+def reason_from_a_peer(answer: Callable[[socket.socket], None], url: str) -> str:
+    """The reason a 0.5 s wait on ``url`` gives when ``{port}`` in it is a
+    :func:`~tests.support.servers.scripted_peer` that plays ``answer``."""
+    with scripted_peer(answer) as port:
+        return reason(url.format(port=port), timeout=0.5)
+
+
+def hostile_answers(
+    url: str, cases: Sequence[tuple[bytes, str]], *, read: int
+) -> Callable[[bytes, str], None]:
+    """A test (assign it to a ``test_`` name): a peer that reads (up to ``read`` bytes of) what
+    the client says first, then sends each row's answer and hangs up, leaves ``url`` (``{port}``
+    in it) not ready, with a reason that holds the row's text."""
+
+    @pytest.mark.parametrize(("answer", "reason"), cases)
+    def test(answer: bytes, reason: str) -> None:
+        assert reason in reason_from_a_peer(says_after_reading(answer, read), url)
+
+    return test
 
 
 def readiness(target: str, timeout: float) -> tuple[bool, str]:
@@ -57,10 +66,14 @@ def meanwhile(delay: float, action: Callable[[], object]) -> Iterator[None]:
         timer.join()
 
 
-def shown_after_a_timeout(text: str, timeout: float = 0.3) -> str:
-    """All a user is shown of a target that times out: its str and repr, the WaitTimeout's
-    message and its results."""
-    target = parse_target(text)
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(target, timeout=timeout)
-    return f"{target} {target!r} {info.value} {info.value.results}"
+def assert_hidden_after_a_timeout(texts: Sequence[str], hidden: Sequence[str], kept: str) -> None:
+    """All a user is shown of each target that times out (0.3 s; its str and repr, the
+    WaitTimeout's message and its results) holds ``kept`` and none of ``hidden``."""
+    for text in texts:
+        target = parse_target(text)
+        with pytest.raises(WaitTimeout) as info:
+            wait_for(target, timeout=0.3)
+        shown = f"{target} {target!r} {info.value} {info.value.results}"
+        for secret in hidden:
+            assert secret not in shown
+        assert kept in shown

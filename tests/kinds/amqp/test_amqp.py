@@ -18,9 +18,8 @@ import trustme
 from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import RabbitNode, RabbitScratch, rabbit_node, tls_terminator
 from tests.support.fast import FAST
-from tests.support.servers import says_after_reading, scripted_peer
 from tests.support.targets import refusals
-from tests.support.waiting import assert_a_silent_listener_times_out
+from tests.support.waiting import hostile_answers, reason_from_a_peer
 from tests.support.waiting import reason as reason_of
 from waitfor import Outcome, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
@@ -263,14 +262,23 @@ def _start_frame(mechanisms: bytes) -> bytes:
     return amqp.method_frame(amqp.START, args)
 
 
-def test_broker_without_plain_login_is_not_ready() -> None:
-    def external_only(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(_start_frame(b"EXTERNAL"))
-        conn.recv(100)
+def login_peer(mechanisms: bytes, after_login: bytes = b"") -> Callable[[socket.socket], None]:
+    """A broker that offers ``mechanisms``, reads the login, then says ``after_login`` and reads
+    on, or (where it is empty) hangs up."""
 
-    with scripted_peer(external_only) as port:
-        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    def answer(conn: socket.socket) -> None:
+        conn.recv(8)
+        conn.sendall(_start_frame(mechanisms))
+        conn.recv(1000)
+        if after_login:
+            conn.sendall(after_login)
+            conn.recv(1000)
+
+    return answer
+
+
+def test_broker_without_plain_login_is_not_ready() -> None:
+    said = reason_from_a_peer(login_peer(b"EXTERNAL"), "amqp://127.0.0.1:{port}")
     assert said == "the broker does not offer PLAIN login (offers: EXTERNAL)"
 
 
@@ -284,31 +292,18 @@ def test_broker_without_plain_login_is_not_ready() -> None:
     ],
 )
 def test_hostile_answers_to_the_login_are_not_ready(after_login: bytes, reason: str) -> None:
-    def answer(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(_start_frame(b"PLAIN"))
-        conn.recv(1000)
-        conn.sendall(after_login)
-        conn.recv(1000)
-
-    with scripted_peer(answer) as port:
-        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
-    assert reason in said
+    assert reason in reason_from_a_peer(
+        login_peer(b"PLAIN", after_login), "amqp://127.0.0.1:{port}"
+    )
 
 
 def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> None:
-    def hang_up(conn: socket.socket) -> None:
-        conn.recv(8)
-        conn.sendall(_start_frame(b"PLAIN"))
-        conn.recv(1000)
-
-    with scripted_peer(hang_up) as port:
-        said = reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
+    said = reason_from_a_peer(login_peer(b"PLAIN"), "amqp://127.0.0.1:{port}")
     assert said == "authentication failed (the broker hung up)"
 
 
-@pytest.mark.parametrize(
-    ("answer", "reason"),
+test_hostile_peers_are_not_ready = hostile_answers(
+    "amqp://127.0.0.1:{port}",
     [
         (b"AMQP\x01\x01\x00\x0a", "does not speak AMQP 0-9-1 (it offers 0101000a)"),
         (b"HTTP/1.1 400 Bad Request\r\n\r\n", "not an AMQP broker (it answered b'HTTP')"),
@@ -317,14 +312,8 @@ def test_broker_hanging_up_after_the_login_is_an_authentication_failure() -> Non
         (b"\x01\x00\x00\x00\x00\x00\x05\x00\x0a\x00\x0a\x00\xce", "malformed Connection.Start"),
         (b"\x01", "the server closed the connection"),
     ],
+    read=8,
 )
-def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
-    with scripted_peer(says_after_reading(answer, 8)) as port:
-        assert reason in reason_of(f"amqp://127.0.0.1:{port}", timeout=0.5)
-
-
-def test_a_listener_that_never_speaks_times_out() -> None:
-    assert_a_silent_listener_times_out("amqp")
 
 
 def test_first_attempt_without_the_event_loop_answers_as_the_runner(

@@ -7,13 +7,12 @@ dot) and that ``#expect=`` is ready exactly when dig's answer holds the value.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 
 import pytest
 
-from tests.support.command import waitfor
+from tests.support.command import ready_event, usage_error
 from tests.support.dnsserver import DnsServer
 from tests.support.fast import FAST
 from tests.support.targets import refusals
@@ -174,14 +173,9 @@ test_bad_targets = refusals(
 
 
 def test_the_cli_exit_2_and_json(server: DnsServer) -> None:
-    bad = waitfor("dns:db?type=SOA")
-    assert bad.returncode == 2
-    assert bad.stderr.count("\n") == 1
+    usage_error("dns:db?type=SOA")
     target = f"dns://{server.address}/example.test?type=MX#expect=mail.example.test"
-    good = waitfor("-o", "json", target)
-    assert good.returncode == 0, good.stderr
-    events = [json.loads(line) for line in good.stderr.splitlines()]
-    (done,) = [event for event in events if event["event"] == "ready"]
+    done = ready_event(target)
     assert done["target"] == target
     assert done["reason"].startswith("2 MX records: ")  # in the server's order
     assert set(shown_records(done["reason"])) == {"10 mail.example.test", "20 backup.example.test"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.command import waitfor
+from tests.support.command import ready_event, usage_error
 from tests.support.fast import FAST
 from tests.support.waiting import readiness
 from waitfor import wait_for
@@ -90,13 +89,7 @@ def test_bad_values_are_one_line_errors(value: str, error: str) -> None:
 
 
 def test_the_cli_exit_2_and_json() -> None:
-    bad = waitfor("exec:true#exit-code=300")
-    assert bad.returncode == 2
-    assert bad.stderr.count("\n") == 1
-    assert "exit-code must be a number from 0 to 255" in bad.stderr
-    good = waitfor("-o", "json", "exec:sh -c 'exit 5'#exit-code=5")
-    assert good.returncode == 0, good.stderr
-    events = [json.loads(line) for line in good.stderr.splitlines()]
-    (done,) = [event for event in events if event["event"] == "ready"]
+    assert "exit-code must be a number from 0 to 255" in usage_error("exec:true#exit-code=300")
+    done = ready_event("exec:sh -c 'exit 5'#exit-code=5")
     assert done["target"] == "exec:sh -c 'exit 5'#exit-code=5"
     assert done["reason"] == "exit 5"

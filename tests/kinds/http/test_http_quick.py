@@ -8,7 +8,6 @@ full would hold trivially), and both paths must put the same bytes on the wire.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import socket
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.attempts import assert_quick_agrees, quick_and_full
 from tests.support.servers import answering_peer as peer
 from tests.support.servers import read_request
 from waitfor.base.deadline import Deadline
@@ -33,24 +33,6 @@ from waitfor.kinds.http import wire
 from waitfor.kinds.http.check import BODY_LIMIT, HttpCheck
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-
-
-def both(target: str, budget: float = 2.0) -> tuple[Outcome | None, Outcome]:
-    """(the quick attempt's answer, the full path's outcome), each on a fresh check."""
-    quick = HttpCheck(parse_target(target)).probe_now(Deadline.after(budget))
-
-    async def full() -> Outcome:
-        check = HttpCheck(parse_target(target))
-        try:
-            return await check.probe(Deadline.after(budget))
-        finally:
-            await check.aclose()
-
-    return quick, asyncio.run(full())
-
-
-def agree(quick: Outcome | None, full: Outcome) -> None:
-    assert quick is None or (full.ready and quick == full), (quick, full)
 
 
 def gzipped(body: bytes, *headers: bytes) -> bytes:
@@ -106,7 +88,7 @@ def test_well_formed_answers_are_decided_quickly(
     answer: bytes, options: str, reason: str | None
 ) -> None:
     with peer(answer) as (url, _):
-        quick, full = both(f"{url}/{options}")
+        quick, full = quick_and_full(f"{url}/{options}")
     if reason is None:
         assert quick is None or quick == full
         return
@@ -118,7 +100,7 @@ def test_the_body_limit_is_the_full_paths() -> None:
     """70,000 bytes sent, BODY_LIMIT read: ``a$`` does not match the cut body, either way."""
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 70000\r\n\r\n" + b"a" * 69999 + b"b"
     with peer(answer) as (url, _):
-        quick, full = both(f"{url}/#body=a$")
+        quick, full = quick_and_full(f"{url}/#body=a$")
     assert full.ready
     assert quick == full
     assert BODY_LIMIT < 70000
@@ -209,8 +191,8 @@ def test_the_quick_attempt_says_only_what_httpx_says(
     answer: bytes | Callable[[socket.socket], None], options: str
 ) -> None:
     with peer(answer) as (url, _):
-        quick, full = both(f"{url}/{options}", budget=0.5)
-    agree(quick, full)
+        quick, full = quick_and_full(f"{url}/{options}", budget=0.5)
+    assert_quick_agrees(quick, full)
 
 
 @pytest.mark.parametrize("answer", [silent, dripping, head_only])
@@ -229,7 +211,7 @@ def test_a_costly_search_is_left_to_the_runner() -> None:
     pattern = quote("(" + "|".join(f"w{i}x" for i in range(300)) + ")$", safe="")
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 60000\r\n\r\n" + b"w1x" * 20000
     with peer(answer) as (url, _):
-        quick, full = both(f"{url}/#body={pattern}")
+        quick, full = quick_and_full(f"{url}/#body={pattern}")
     assert full.ready
     assert quick is None
 
@@ -281,7 +263,7 @@ def test_both_paths_send_the_same_bytes(
     url, received = capture
     target = url.replace("127.0.0.1", host) + path + options
     received.clear()
-    quick, full = both(target)
+    quick, full = quick_and_full(target)
     assert quick == full
     assert quick is not None
     assert quick.ready
@@ -359,8 +341,8 @@ def unix_peer(path: Path, answer: bytes) -> Iterator[list[bytes]]:
 def test_http_unix_both_ways(tmp_path: Path, answer: bytes) -> None:
     path = tmp_path / "app.sock"
     with unix_peer(path, answer) as received:
-        quick, full = both(f"http+unix://{quote(str(path), safe='')}/healthz?x=1#body=ok")
-    agree(quick, full)
+        quick, full = quick_and_full(f"http+unix://{quote(str(path), safe='')}/healthz?x=1#body=ok")
+    assert_quick_agrees(quick, full)
     assert full.ready
     if answer == OK:
         assert quick == full
@@ -445,6 +427,6 @@ def test_a_body_rfc_8259_refuses_is_not_ready_on_either_path(body: bytes, why: s
     them ready, and the full path says why they are not JSON."""
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     with peer(answer) as (url, _):
-        quick, full = both(f"{url}/#json=a")
+        quick, full = quick_and_full(f"{url}/#json=a")
     assert quick is None
     assert full == Outcome.down(f"HTTP 200 but the body is not JSON: {why}")

@@ -23,26 +23,6 @@ from waitfor.cli import podevents
 Json = dict[str, Any]
 WAITFOR = [sys.executable, "-m", "waitfor"]
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces/{}"
-
-
-def grant(plane: ControlPlane, namespace: str, account: str, rules: list[Json]) -> None:
-    plane.api.create(
-        f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": account}}
-    )
-    if not rules:
-        return
-    plane.api.create(
-        RBAC.format(namespace) + "/roles", {"metadata": {"name": account}, "rules": rules}
-    )
-    plane.api.create(
-        RBAC.format(namespace) + "/rolebindings",
-        {
-            "metadata": {"name": account},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-        },
-    )
 
 
 EVENTS_RULES = [
@@ -51,16 +31,18 @@ EVENTS_RULES = [
 ]
 
 
-def create_pod(plane: ControlPlane, namespace: str, name: str = "app-0") -> str:
-    pod = plane.api.create(
-        f"/api/v1/namespaces/{namespace}/pods",
-        {
-            "metadata": {"name": name},
-            "spec": {"containers": [{"name": "app", "image": "app:1"}]},
-        },
+def in_a_pod(
+    plane: ControlPlane, tmp_path: Path, namespace: str, account: str, rules: list[Json]
+) -> tuple[str, dict[str, str]]:
+    """The pod app-0 (its uid), and waitfor's environment in it as ServiceAccount ACCOUNT,
+    which ``rules`` grant what they grant."""
+    uid: str = plane.create_pod(namespace, "app-0")["metadata"]["uid"]
+    plane.api.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": account}}
     )
-    uid: str = pod["metadata"]["uid"]
-    return uid
+    if rules:
+        plane.grant(namespace, account, rules)
+    return uid, env_for(plane, tmp_path, namespace, account)
 
 
 def env_for(
@@ -110,9 +92,7 @@ def by_reason(events: list[Json], reason: str) -> list[Json]:
 def test_events_say_why_the_pod_waits(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "waiter", EVENTS_RULES)
-    env = env_for(control_plane, tmp_path, namespace, "waiter")
+    uid, env = in_a_pod(control_plane, tmp_path, namespace, "waiter", EVENTS_RULES)
     port = free_port()
     flag = tmp_path / "flag"
     later = f"exec:sh -c 'test -e {flag} || {{ touch {flag}; exit 1; }}'"
@@ -151,9 +131,7 @@ def test_events_say_why_the_pod_waits(
 def test_without_rbac_for_events_the_wait_goes_on_and_says_why_once(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "plain", [])
-    env = env_for(control_plane, tmp_path, namespace, "plain")
+    uid, env = in_a_pod(control_plane, tmp_path, namespace, "plain", [])
     flag = tmp_path / "flag"
     later = f"exec:sh -c 'test -e {flag} || {{ touch {flag}; sleep 1; exit 1; }}'"
     code, out, _ = run(env, "-t", "30", later)
@@ -168,9 +146,7 @@ def test_without_rbac_for_events_the_wait_goes_on_and_says_why_once(
 def test_without_get_pods_the_events_go_without_the_uid_and_it_is_said(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "nopods", EVENTS_RULES[:1])
-    env = env_for(control_plane, tmp_path, namespace, "nopods")
+    _, env = in_a_pod(control_plane, tmp_path, namespace, "nopods", EVENTS_RULES[:1])
     code, out, _ = run(env, "-t", "1", f"tcp://127.0.0.1:{free_port()}")
     assert code == 124, out
     assert (
@@ -194,9 +170,8 @@ def test_pod_uid_from_the_downward_api_needs_no_get_pods(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     """As the examples run it: POD_UID from the downward API and their Role."""
-    uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "downward", example_rules())
-    env = {**env_for(control_plane, tmp_path, namespace, "downward"), "POD_UID": uid}
+    uid, env = in_a_pod(control_plane, tmp_path, namespace, "downward", example_rules())
+    env = {**env, "POD_UID": uid}
     code, out, _ = run(env, "-t", "1", f"tcp://127.0.0.1:{free_port()}")
     assert code == 124, out
     assert said_about_events(out) == [], out
@@ -207,9 +182,8 @@ def test_pod_uid_from_the_downward_api_needs_no_get_pods(
 def test_all_ready_at_the_first_attempt_posts_nothing(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "quick", EVENTS_RULES)
-    env = {**env_for(control_plane, tmp_path, namespace, "quick"), "POD_UID": uid}
+    uid, env = in_a_pod(control_plane, tmp_path, namespace, "quick", EVENTS_RULES)
+    env = {**env, "POD_UID": uid}
     port = free_port()
     with tcp_listener(port):
         code, out, _ = run(env, "-t", "10", f"tcp://127.0.0.1:{port}")
@@ -221,9 +195,8 @@ def test_all_ready_at_the_first_attempt_posts_nothing(
 def test_a_flapping_target_stays_within_the_rate(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "flapper", EVENTS_RULES)
-    env = {**env_for(control_plane, tmp_path, namespace, "flapper"), "POD_UID": uid}
+    uid, env = in_a_pod(control_plane, tmp_path, namespace, "flapper", EVENTS_RULES)
+    env = {**env, "POD_UID": uid}
     # a new reason at every attempt (the time in nanoseconds), ~20 attempts a second
     flapping = "exec:sh -c 'date +%N; exit 1'"
     code, out, _ = run(env, "-t", "15", "--max-interval", "0.05", flapping)
@@ -241,9 +214,7 @@ def test_a_flapping_target_stays_within_the_rate(
 def test_a_silent_api_server_does_not_slow_the_wait(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    uid = create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "silent", EVENTS_RULES)
-    env = env_for(control_plane, tmp_path, namespace, "silent")
+    uid, env = in_a_pod(control_plane, tmp_path, namespace, "silent", EVENTS_RULES)
     flag = tmp_path / "flag"
     later = f"exec:sh -c 'test -e {flag} || {{ touch {flag}; exit 1; }}'"
     with control_plane.frozen():
@@ -262,9 +233,7 @@ def test_a_silent_api_server_does_not_slow_the_wait(
 def test_sigterm_ends_the_wait_at_once(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    create_pod(control_plane, namespace)
-    grant(control_plane, namespace, "term", EVENTS_RULES)
-    env = env_for(control_plane, tmp_path, namespace, "term")
+    _, env = in_a_pod(control_plane, tmp_path, namespace, "term", EVENTS_RULES)
     log = tmp_path / "termination-log"
     with control_plane.frozen():  # an Event stuck in flight: the signal does not wait for it
         proc = subprocess.Popen(

@@ -98,39 +98,34 @@ def run(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[int, str]
     return done.returncode, done.stdout + done.stderr
 
 
-def template(labels: dict[str, str], restart: str = "Always") -> Json:
-    return {
-        "metadata": {"labels": labels},
-        "spec": {"containers": [{"name": "app", "image": "app:1"}], "restartPolicy": restart},
-    }
-
-
-def create_job(plane: ControlPlane, namespace: str, name: str) -> None:
-    plane.api.create(
-        f"/apis/batch/v1/namespaces/{namespace}/jobs",
-        {
-            "metadata": {"name": name},
-            "spec": {"backoffLimit": 0, "template": template({"job": name}, "Never")},
-        },
-    )
-
-
 def running_soon(waiter: Waiter) -> None:
     """The waiter has made its first attempt (and is watching): what follows is 'later'."""
     time.sleep(1.0)
     assert waiter.running()
 
 
-def test_job_created_after_the_wait_begins_completes(
-    control_plane: ControlPlane, namespace: str, env: dict[str, str]
+@pytest.mark.parametrize(
+    ("phase", "exit_code", "said"),
+    [
+        ("Succeeded", 0, "is ready: complete"),
+        ("Failed", 2, "job {namespace}/migrate failed: BackoffLimitExceeded"),  # fatal
+    ],
+)
+def test_job_created_after_the_wait_begins_ends_it_as_its_pod_ends(
+    control_plane: ControlPlane,
+    namespace: str,
+    env: dict[str, str],
+    phase: str,
+    exit_code: int,
+    said: str,
 ) -> None:
     waiter = Waiter(env, "-t", "60", f"k8s:{namespace}/job/migrate")
     running_soon(waiter)
-    create_job(control_plane, namespace, "migrate")
-    control_plane.make_pods_ready(namespace, "job=migrate", phase="Succeeded", count=1)
+    control_plane.create_job(namespace, "migrate")
+    control_plane.make_pods_ready(namespace, "job=migrate", phase=phase, count=1)
     code, out = waiter.result()
-    assert code == 0, out
-    assert "is ready: complete" in out
+    assert code == exit_code, out
+    assert said.format(namespace=namespace) in out
 
 
 def test_default_namespace_is_the_contexts_and_a_missing_job_times_out_naming_it(
@@ -141,32 +136,11 @@ def test_default_namespace_is_the_contexts_and_a_missing_job_times_out_naming_it
     assert f"job {namespace}/absent not found" in out
 
 
-def test_failed_job_is_fatal_with_the_jobs_reason(
-    control_plane: ControlPlane, namespace: str, env: dict[str, str]
-) -> None:
-    waiter = Waiter(env, "-t", "60", f"k8s:{namespace}/job/migrate")
-    running_soon(waiter)
-    create_job(control_plane, namespace, "migrate")
-    control_plane.make_pods_ready(namespace, "job=migrate", phase="Failed", count=1)
-    code, out = waiter.result()
-    assert code == 2, out
-    assert f"job {namespace}/migrate failed: BackoffLimitExceeded" in out
-
-
 def test_deployment_rollout_and_its_pods_by_selector_with_min(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    control_plane.api.create(
-        f"/apis/apps/v1/namespaces/{namespace}/deployments",
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                "strategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": template({"app": "web"}),
-            },
-        },
+    control_plane.create_workload(
+        namespace, "deployments", "web", replicas=2, strategy=lab.EVERY_REPLICA
     )
     rollout = Waiter(env, "-t", "60", "k8s:deploy/web")
     pods = Waiter(env, "-t", "60", "k8s:po#selector=app=web&min=2")
@@ -197,18 +171,7 @@ def test_deployment_rollout_and_its_pods_by_selector_with_min(
 def test_statefulset_and_pod_ready(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    control_plane.api.create(
-        f"/apis/apps/v1/namespaces/{namespace}/statefulsets",
-        {
-            "metadata": {"name": "db"},
-            "spec": {
-                "replicas": 1,
-                "serviceName": "db",
-                "selector": {"matchLabels": {"app": "db"}},
-                "template": template({"app": "db"}),
-            },
-        },
-    )
+    control_plane.create_workload(namespace, "statefulsets", "db", replicas=1, serviceName="db")
     sts = Waiter(env, "-t", "60", "k8s:statefulset.apps/db")
     pod = Waiter(env, "-t", "60", "k8s:pod/db-0")
     running_soon(sts)
@@ -221,58 +184,18 @@ def test_statefulset_and_pod_ready(
 def test_service_waits_for_ready_endpoints(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    control_plane.api.create(
-        f"/api/v1/namespaces/{namespace}/services",
-        {
-            "metadata": {"name": "db"},
-            "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]},
-        },
-    )
+    control_plane.create_service(namespace, "db", "db", 5432)
     waiter = Waiter(env, "-t", "60", "k8s:svc/db#min=2")
     running_soon(waiter)
     for index in range(2):
-        control_plane.api.create(
-            f"/api/v1/namespaces/{namespace}/pods",
-            {
-                "metadata": {"name": f"db-{index}", **template({"app": "db"})["metadata"]},
-                "spec": template({})["spec"],
-            },
-        )
+        control_plane.create_pod(namespace, f"db-{index}", {"app": "db"})
     control_plane.make_pods_ready(namespace, "app=db", count=2)
     code, out = waiter.result()
     assert code == 0, out
     assert "2/2 ready endpoints" in out
 
 
-CRD: Json = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "certificates.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {
-            "plural": "certificates",
-            "singular": "certificate",
-            "kind": "Certificate",
-            "shortNames": ["cert"],
-        },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+CRD = lab.crd("example.com", "certificates", "Certificate", shortNames=["cert"])
 
 
 def ensure_crd(plane: ControlPlane) -> None:
@@ -343,7 +266,7 @@ def test_custom_resource_condition_with_unknown_type_first(
 def test_invert_waits_for_deletion(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    create_job(control_plane, namespace, "old")
+    control_plane.create_job(namespace, "old")
     waiter = Waiter(env, "-t", "60", "--invert", "k8s:job/old")
     running_soon(waiter)
     control_plane.api.call(
@@ -359,28 +282,11 @@ def test_forbidden_serviceaccount_proceeds_once_the_role_is_bound(
 ) -> None:
     token = control_plane.token_for(namespace, "default")
     kubeconfig = control_plane.write_kubeconfig(tmp_path / "sa", token=token, namespace=namespace)
-    create_job(control_plane, namespace, "migrate")
+    control_plane.create_job(namespace, "migrate")
     control_plane.make_pods_ready(namespace, "job=migrate", phase="Succeeded", count=1)
     waiter = Waiter(env_for(kubeconfig), "-t", "60", "k8s:job/migrate")
     waiter.said("cannot list jobs.batch")  # refused first, then the Role comes
-    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
-    control_plane.api.create(
-        f"{rbac}/roles",
-        {
-            "metadata": {"name": "jobs"},
-            "rules": [
-                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}
-            ],
-        },
-    )
-    control_plane.api.create(
-        f"{rbac}/rolebindings",
-        {
-            "metadata": {"name": "jobs"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs"},
-            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
-        },
-    )
+    control_plane.grant(namespace, "default", [lab.READ_JOBS], role="jobs")
     code, out = waiter.result()
     assert code == 0, out
     assert (
@@ -496,16 +402,7 @@ def test_daemonset_rollout_agrees_with_kubectl_rollout_status(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
     control_plane.create_node()
-    control_plane.api.create(
-        f"/apis/apps/v1/namespaces/{namespace}/daemonsets",
-        {
-            "metadata": {"name": "agent"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "agent"}},
-                "template": template({"app": "agent"}),
-            },
-        },
-    )
+    control_plane.create_workload(namespace, "daemonsets", "agent")
     waiter = Waiter(env, "-t", "60", "k8s:ds/agent")
     running_soon(waiter)
     code, out = run(env, "-t", "1", "k8s:daemonset.apps/agent")
@@ -521,17 +418,7 @@ def test_daemonset_rollout_agrees_with_kubectl_rollout_status(
 def test_replicaset_available_replicas(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    control_plane.api.create(
-        f"/apis/apps/v1/namespaces/{namespace}/replicasets",
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "rs"}},
-                "template": template({"app": "rs"}),
-            },
-        },
-    )
+    control_plane.create_workload(namespace, "replicasets", "web", app="rs", replicas=2)
     waiter = Waiter(env, "-t", "60", "k8s:rs/web")
     running_soon(waiter)
     control_plane.make_pods_ready(namespace, "app=rs", count=2)
@@ -579,7 +466,7 @@ def test_kubectl_wait_is_the_oracle_row_by_row(
     """The same objects, both tools, the same verdict: ready (exit 0) or not within 2 s
     (waitfor 124, or 2 for a failed Job; kubectl 1: timed out, or NotFound at once)."""
     for name, phase in (("done", "Succeeded"), ("failed", "Failed"), ("running", None)):
-        create_job(control_plane, namespace, name)
+        control_plane.create_job(namespace, name)
         if phase:
             control_plane.make_pods_ready(namespace, f"job={name}", phase=phase, count=1)
     control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")

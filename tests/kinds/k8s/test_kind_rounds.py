@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kinds.k8s.test_kind import WAITFOR, Json, env_for, run, template
+from tests.kinds.k8s.test_kind import Waiter, env_for, run
 from tests.support import lab
 from tests.support.lab import ControlPlane
 
@@ -19,10 +19,6 @@ from tests.support.lab import ControlPlane
 @pytest.fixture
 def env(control_plane: ControlPlane, tmp_path: Path, namespace: str) -> dict[str, str]:
     return env_for(control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace))
-
-
-def pod(name: str, labels: dict[str, str]) -> Json:
-    return {"metadata": {"name": name, "labels": labels}, "spec": template(labels)["spec"]}
 
 
 def kubectl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,7 +31,7 @@ def test_a_type_only_in_a_non_preferred_version_is_found_as_kubectl_finds_it(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
     # CronJob is batch/v1beta1 on 1.20; the preferred version of batch is v1
-    job = {"spec": {"template": template({"job": "cj"}, "Never")}}
+    job = {"spec": {"template": lab.pod_template({"job": "cj"}, "Never")}}
     control_plane.api.create(
         f"/apis/batch/v1beta1/namespaces/{namespace}/cronjobs",
         {"metadata": {"name": "cj"}, "spec": {"schedule": "0 0 1 1 *", "jobTemplate": job}},
@@ -50,10 +46,7 @@ def test_invert_with_a_selector_and_min_waits_until_nothing_matches(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
     for index in range(3):
-        control_plane.api.create(
-            f"/api/v1/namespaces/{namespace}/pods",
-            pod(f"p{index}", {"app": "x"}),
-        )
+        control_plane.create_pod(namespace, f"p{index}", {"app": "x"})
     control_plane.make_pods_ready(namespace, "app=x", count=3)
     # as kubectl wait --for=delete: pods match, so it is not deleted, whatever min says
     code, out = run(env, "--invert", "-t", "1", "k8s:pods#selector=app=x&min=5")
@@ -86,64 +79,30 @@ def test_a_missing_service_says_not_found(namespace: str, env: dict[str, str]) -
 def test_a_service_created_later_is_followed_to_its_endpoints(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    waiter = subprocess.Popen(
-        [*WAITFOR, "--attempt-timeout", "30s", "-t", "60", "k8s:svc/late"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    waiter = Waiter(env, "--attempt-timeout", "30s", "-t", "60", "k8s:svc/late")
     try:
         time.sleep(1.5)
-        control_plane.api.create(
-            f"/api/v1/namespaces/{namespace}/services",
-            {
-                "metadata": {"name": "late"},
-                "spec": {"selector": {"app": "late"}, "ports": [{"port": 80}]},
-            },
-        )
-        control_plane.api.create(
-            f"/api/v1/namespaces/{namespace}/pods",
-            pod("late", {"app": "late"}),
-        )
+        control_plane.create_service(namespace, "late", "late", 80)
+        control_plane.create_pod(namespace, "late", {"app": "late"})
         control_plane.make_pods_ready(namespace, "app=late", count=1)
-        out, _ = waiter.communicate(timeout=30)
     finally:
-        if waiter.poll() is None:
-            waiter.kill()
-            waiter.communicate()
-    assert waiter.returncode == 0, out
+        code, out = waiter.result(timeout=30)
+    assert code == 0, out
 
 
 def test_a_long_attempt_reports_what_it_knows_and_sigterm_keeps_it(
     namespace: str, env: dict[str, str], tmp_path: Path
 ) -> None:
     log = tmp_path / "termination-log"
-    proc = subprocess.Popen(
-        [
-            *WAITFOR,
-            "-t",
-            "5m",
-            "--attempt-timeout",
-            "30s",
-            "--termination-log",
-            str(log),
-            "k8s:job/nosuch",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    waiter = Waiter(
+        env, "-t", "5m", "--attempt-timeout", "30s", "--termination-log", str(log), "k8s:job/nosuch"
     )
     try:
         time.sleep(3)  # the first list said "not found" long ago; the watch goes on
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        waiter.proc.send_signal(signal.SIGTERM)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 143, out
+        code, out = waiter.result(timeout=30)
+    assert code == 143, out
     assert f"not ready: job {namespace}/nosuch not found" in out, out
     assert f"job {namespace}/nosuch not found" in log.read_text(), log.read_text()
     assert os.path.getsize(log) < 4096

@@ -17,38 +17,11 @@ from typing import Any
 
 from tests.kinds.k8s.kstatus_rows import ROWS, Row
 from tests.kinds.k8s.test_kind import env_for, run
-from tests.support.lab import ControlPlane, wait_until
+from tests.support.lab import ControlPlane, crd, wait_until
 
 Json = dict[str, Any]
 GROUP = "kstatus.example.com"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def crd(plural: str, kind: str) -> Json:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": plural[:-1], "kind": kind},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 def rows(*names: str) -> dict[str, Row]:
@@ -91,10 +64,10 @@ def test_kstatus_rows_on_the_lab(
     ns_api = f"/api/v1/namespaces/{namespace}"
     # CRDs first, with the controllers running: the API server itself establishes them
     plural = f"mycrs{namespace}"
-    api.create(CRD_PATH, crd(plural, f"MyCR{namespace.capitalize()}"))
+    api.create(CRD_PATH, crd(GROUP, plural, f"MyCR{namespace.capitalize()}"))
     plane.wait_condition(f"{CRD_PATH}/{plural}.{GROUP}", "Established")
     clash = f"clashes{namespace}"  # the same kind as the first: NamesAccepted False
-    api.create(CRD_PATH, crd(clash, f"MyCR{namespace.capitalize()}"))
+    api.create(CRD_PATH, crd(GROUP, clash, f"MyCR{namespace.capitalize()}"))
     plane.wait_condition(f"{CRD_PATH}/{clash}.{GROUP}", "NamesAccepted", "False")
     lab.targets[f"k8s:crd/{plural}.{GROUP}"] = rows("crdEstablished")["crdEstablished"]
     lab.targets[f"k8s:crd/{clash}.{GROUP}"] = rows("crdNamesNotAccepted")["crdNamesNotAccepted"]

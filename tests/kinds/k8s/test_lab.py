@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,42 +12,12 @@ from tests.support import lab
 from tests.support.lab import ControlPlane, condition, wait_until
 
 
-def container() -> dict[str, Any]:
-    return {"name": "app", "image": "app:1"}
-
-
-def pod_template(labels: dict[str, str], restart: str = "Always") -> dict[str, Any]:
-    return {
-        "metadata": {"labels": labels},
-        "spec": {"containers": [container()], "restartPolicy": restart},
-    }
-
-
-def job(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {"backoffLimit": 0, "template": pod_template({"job": name}, "Never")},
-    }
-
-
 def test_deployment_becomes_available_once_its_pods_are_ready(
     control_plane: ControlPlane, namespace: str
 ) -> None:
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
-    control_plane.api.create(
-        path,
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                # maxUnavailable 0: Available means both pods ready, not 25 % rounded down
-                "strategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": pod_template({"app": "web"}),
-            },
-        },
+    control_plane.create_workload(
+        namespace, "deployments", "web", replicas=2, strategy=lab.EVERY_REPLICA
     )
     # the deployment and replicaset controllers made the pods; none is ready yet
     wait_until("2 pods", lambda: len(control_plane.pods(namespace, "app=web")) == 2)
@@ -64,7 +33,7 @@ def test_deployment_becomes_available_once_its_pods_are_ready(
 
 def test_job_completes_once_its_pod_succeeded(control_plane: ControlPlane, namespace: str) -> None:
     path = f"/apis/batch/v1/namespaces/{namespace}/jobs"
-    control_plane.api.create(path, job("migrate"))
+    control_plane.create_job(namespace, "migrate")
     control_plane.make_pods_ready(namespace, "job=migrate", count=1)  # running first
     assert condition(control_plane.api.get(f"{path}/migrate"), "Complete") is None
 
@@ -78,21 +47,9 @@ def test_endpointslices_list_the_ready_pods_of_a_service(
     control_plane: ControlPlane, namespace: str
 ) -> None:
     api = control_plane.api
-    api.create(
-        f"/api/v1/namespaces/{namespace}/services",
-        {
-            "metadata": {"name": "db"},
-            "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]},
-        },
-    )
+    control_plane.create_service(namespace, "db", "db", 5432)
     for n in range(2):
-        api.create(
-            f"/api/v1/namespaces/{namespace}/pods",
-            {
-                "metadata": {"name": f"db-{n}", "labels": {"app": "db"}},
-                "spec": pod_template({})["spec"],
-            },
-        )
+        control_plane.create_pod(namespace, f"db-{n}", {"app": "db"})
     control_plane.make_pods_ready(namespace, "app=db")
     control_plane.set_pod_status(namespace, "db-1", ready=False)  # running, not ready
 
@@ -124,27 +81,7 @@ def test_serviceaccount_token_is_forbidden_until_a_role_is_bound(
     assert f"system:serviceaccount:{namespace}:app" in refused.body["message"]
     assert control_plane.client("not-a-token").call("GET", jobs).status == 401
 
-    api.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles",
-        {
-            "metadata": {"name": "jobs-reader"},
-            "rules": [
-                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}
-            ],
-        },
-    )
-    api.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
-        {
-            "metadata": {"name": "app-reads-jobs"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "jobs-reader",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": namespace}],
-        },
-    )
+    control_plane.grant(namespace, "app", [lab.READ_JOBS], role="jobs-reader")
     # the authorizer sees the binding through its informer: soon, not at once
     wait_until("200 once bound", lambda: reader.call("GET", jobs).status == 200, timeout=30)
     assert reader.call("GET", f"/api/v1/namespaces/{namespace}/pods").status == 403
@@ -155,7 +92,7 @@ def test_kubectl_wait_for_a_job_against_the_lab(
     control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     """kubectl wait, the oracle later tests compare waitfor with."""
-    control_plane.api.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job("x"))
+    control_plane.create_job(namespace, "x")
     kubeconfig = control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace)
     argv = [
         str(lab.KUBECTL),

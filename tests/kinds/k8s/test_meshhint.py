@@ -49,18 +49,14 @@ def proxy_state(plane: ControlPlane, namespace: str, state: dict[str, object]) -
 def test_a_refused_connection_names_the_pods_mesh_proxy_not_running(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
-    control_plane.api.create(
-        f"/api/v1/namespaces/{namespace}/pods",
-        {
-            "metadata": {"name": "app"},
-            "spec": {
-                "initContainers": [{"name": "waitfor", "image": "waitfor:1"}],
-                "containers": [
-                    {"name": "app", "image": "app:1"},
-                    {"name": "istio-proxy", "image": "istio-proxy:1"},
-                ],
-            },
-        },
+    control_plane.create_pod(
+        namespace,
+        "app",
+        initContainers=[{"name": "waitfor", "image": "waitfor:1"}],
+        containers=[
+            {"name": "app", "image": "app:1"},
+            {"name": "istio-proxy", "image": "istio-proxy:1"},
+        ],
     )
     proxy_state(control_plane, namespace, {"waiting": {"reason": "PodInitializing"}})
     port = refused_port()

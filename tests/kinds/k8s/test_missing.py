@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from tests.kinds.k8s.test_kind import Waiter, env, kubeconfig, run, running_soon, template
+from tests.kinds.k8s.test_kind import Waiter, env, kubeconfig, run, running_soon
 from tests.support.lab import ControlPlane, wait_until
 
 __all__ = ["env", "kubeconfig"]  # fixtures
@@ -18,17 +18,7 @@ def test_a_job_removed_by_its_ttl_counts_as_ready_only_with_missing_ready(
     control_plane: ControlPlane, namespace: str, env: dict[str, str]
 ) -> None:
     jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
-    control_plane.api.create(
-        jobs,
-        {
-            "metadata": {"name": "migrate"},
-            "spec": {
-                "backoffLimit": 0,
-                "ttlSecondsAfterFinished": 2,
-                "template": template({"job": "migrate"}, "Never"),
-            },
-        },
-    )
+    control_plane.create_job(namespace, "migrate", ttlSecondsAfterFinished=2)
     assert control_plane.api.get(f"{jobs}/migrate")["spec"]["ttlSecondsAfterFinished"] == 2
     # there and running: missing=ready does not make it ready
     waiter = Waiter(env, "-t", "60", "k8s:job/migrate#missing=ready")

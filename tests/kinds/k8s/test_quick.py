@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.kinds.k8s.test_kind import CRD, create_job, ensure_crd, env_for, template
+from tests.kinds.k8s.test_kind import CRD, ensure_crd, env_for
 from tests.support import lab
 from tests.support.imports import run_listing_imports
 from tests.support.lab import ControlPlane
@@ -57,67 +57,20 @@ def quick(text: str) -> Outcome | None:
 def build_states(plane: ControlPlane, ns: str) -> list[str]:
     """The objects the kind's tests build, each in one state; the targets that judge them."""
     api = plane.api
-    create_job(plane, ns, "done")
-    create_job(plane, ns, "running")
-    create_job(plane, ns, "failed")
+    for name in ("done", "running", "failed"):
+        plane.create_job(ns, name)
     plane.make_pods_ready(ns, "job=done", phase="Succeeded", count=1)
     plane.make_pods_ready(ns, "job=failed", phase="Failed", count=1)
     plane.make_pods_ready(ns, "job=running", count=1)
     for name, replicas in (("web", 2), ("idle", 1)):
-        api.create(
-            f"/apis/apps/v1/namespaces/{ns}/deployments",
-            {
-                "metadata": {"name": name},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": template({"app": name}),
-                },
-            },
-        )
+        plane.create_workload(ns, "deployments", name, replicas=replicas)
     plane.make_pods_ready(ns, "app=web", count=2)
-    api.create(
-        f"/apis/apps/v1/namespaces/{ns}/statefulsets",
-        {
-            "metadata": {"name": "db"},
-            "spec": {
-                "replicas": 1,
-                "serviceName": "db",
-                "selector": {"matchLabels": {"app": "db"}},
-                "template": template({"app": "db"}),
-            },
-        },
-    )
+    plane.create_workload(ns, "statefulsets", "db", replicas=1, serviceName="db")
     plane.make_pods_ready(ns, "app=db", count=1)
-    api.create(
-        f"/apis/apps/v1/namespaces/{ns}/replicasets",
-        {
-            "metadata": {"name": "rs"},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": "rs"}},
-                "template": template({"app": "rs"}),
-            },
-        },
-    )
-    api.create(
-        f"/apis/apps/v1/namespaces/{ns}/daemonsets",
-        {
-            "metadata": {"name": "agent"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "agent"}},
-                "template": template({"app": "agent"}),
-            },
-        },
-    )
+    plane.create_workload(ns, "replicasets", "rs", replicas=1)
+    plane.create_workload(ns, "daemonsets", "agent")
     for name, app in (("db", "db"), ("empty", "nothing")):
-        api.create(
-            f"/api/v1/namespaces/{ns}/services",
-            {
-                "metadata": {"name": name},
-                "spec": {"selector": {"app": app}, "ports": [{"port": 1}]},
-            },
-        )
+        plane.create_service(ns, name, app)
     api.create(
         f"/api/v1/namespaces/{ns}/configmaps",
         {"metadata": {"name": "flag"}, "data": {"go": "yes"}},
@@ -338,7 +291,7 @@ def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
     in_pod: bool, control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     """In a pod (POD_NAME, POD_NAMESPACE) the mesh hint is on: it imports nothing either."""
-    create_job(control_plane, namespace, "done")
+    control_plane.create_job(namespace, "done")
     control_plane.make_pods_ready(namespace, "job=done", phase="Succeeded", count=1)
     control_plane.wait_condition(f"/apis/batch/v1/namespaces/{namespace}/jobs/done", "Complete")
     kubeconfig = control_plane.write_kubeconfig(tmp_path / "config", namespace=namespace)

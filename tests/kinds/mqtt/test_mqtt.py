@@ -19,10 +19,9 @@ from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import MOSQUITTO_PORT, Mosquitto, have
 from tests.support.command import waitfor
 from tests.support.fast import FAST
-from tests.support.servers import listening, says_after_reading, scripted_peer, server_factory
+from tests.support.servers import listening, scripted_peer, server_factory
 from tests.support.targets import refusals
-from tests.support.waiting import assert_a_silent_listener_times_out, meanwhile
-from tests.support.waiting import reason as reason_of
+from tests.support.waiting import hostile_answers, meanwhile
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.mqtt.check import MqttCheck
@@ -224,8 +223,8 @@ def test_ping_is_not_ready_while_the_server_is_unavailable() -> None:
         wait_for(f"mqtt://127.0.0.1:{port}#mode=ping", timeout=0.5, backoff=FAST)
 
 
-@pytest.mark.parametrize(
-    ("answer", "reason"),
+test_hostile_peers_are_not_ready = hostile_answers(
+    "mqtt://127.0.0.1:{port}",
     [
         (b"HTTP/1.1 400 Bad Request\r\n\r\n", "not an MQTT broker (it answered b'H')"),
         (b"\x20\xff\xff\xff\xff\x01", "malformed MQTT packet length"),
@@ -233,14 +232,8 @@ def test_ping_is_not_ready_while_the_server_is_unavailable() -> None:
         (b"\x20\x02\x00", "the server closed the connection"),
         (b"", "the server closed the connection"),
     ],
+    read=1000,
 )
-def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
-    with scripted_peer(says_after_reading(answer, 1000)) as port:
-        assert reason in reason_of(f"mqtt://127.0.0.1:{port}", timeout=0.5)
-
-
-def test_a_listener_that_never_speaks_times_out() -> None:
-    assert_a_silent_listener_times_out("mqtt")
 
 
 def test_first_attempt_without_the_event_loop_answers_as_the_runner(mosquitto: MakeBroker) -> None:

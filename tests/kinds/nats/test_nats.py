@@ -13,9 +13,9 @@ import trustme
 from tests.support.attempts import assert_first_attempt_as_runner
 from tests.support.brokers import NATS_PORT, NatsServer, have, jetstream_greeting
 from tests.support.fast import FAST
-from tests.support.servers import listening, scripted_peer, server_factory
+from tests.support.servers import listening, server_factory
 from tests.support.targets import refusals
-from tests.support.waiting import assert_a_silent_listener_times_out, meanwhile
+from tests.support.waiting import meanwhile, reason_from_a_peer
 from waitfor import CheckFailed, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.nats.check import NatsCheck
@@ -156,8 +156,7 @@ def test_hostile_peers_are_not_ready(answer: bytes, reason: str) -> None:
             conn.sendall(answer)
             conn.recv(1000)
 
-    with scripted_peer(say) as port:
-        assert reason in reason_of(f"nats://127.0.0.1:{port}", timeout=0.5)
+    assert reason in reason_from_a_peer(say, "nats://127.0.0.1:{port}")
 
 
 def msg(payload: bytes) -> bytes:
@@ -185,12 +184,7 @@ def test_hostile_jetstream_answers(reply: bytes, reason: str) -> None:
         conn.sendall(reply)
         conn.recv(1000)
 
-    with scripted_peer(say) as port:
-        assert reason in reason_of(f"nats://127.0.0.1:{port}#jetstream", timeout=0.5)
-
-
-def test_a_listener_that_never_speaks_times_out() -> None:
-    assert_a_silent_listener_times_out("nats")
+    assert reason in reason_from_a_peer(say, "nats://127.0.0.1:{port}#jetstream")
 
 
 def test_first_attempt_without_the_event_loop_answers_as_the_runner(nats: MakeServer) -> None:

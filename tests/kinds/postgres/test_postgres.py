@@ -23,7 +23,7 @@ import trustme
 from tests.support.pg import Cluster
 from tests.support.ports import free_port
 from tests.support.servers import Script, banner_server, http_server, scripted_peer, started
-from tests.support.waiting import shown_after_a_timeout
+from tests.support.waiting import assert_hidden_after_a_timeout
 from waitfor import CheckFailed, TargetError, WaitTimeout, parse_target, wait_for
 from waitfor.base.deadline import Deadline
 from waitfor.kinds.postgres.ping import ping, tls_context
@@ -406,14 +406,12 @@ def test_cli_ping_exit_codes(running: Cluster) -> None:
 
 def test_passwords_never_shown(pg_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PGPASSWORD", "envs3cret")
-    for text in (
+    texts = [
         f"postgresql://app:s3cret@127.0.0.1:{free_port()}/db",
         f"host=127.0.0.1 port={free_port()} password='s3cret' user=app",
         f"postgresql://app@127.0.0.1:{free_port()}/db",
-    ):
-        shown = shown_after_a_timeout(text)
-        assert "s3cret" not in shown
-        assert "127.0.0.1" in shown
+    ]
+    assert_hidden_after_a_timeout(texts, ["s3cret"], "127.0.0.1")
 
 
 # --- query mode ------------------------------------------------------------------------------
@@ -438,33 +436,37 @@ def test_query_mode_waits_for_the_database_to_be_created(running: Cluster) -> No
     assert waitfor_ping(running.url("appdb"))[0] == 0
 
 
-def test_query_mode_wrong_password_is_retried_and_reported(pg_cluster: MakeCluster) -> None:
-    cluster = scram_cluster(pg_cluster)
-    cluster.psql("CREATE ROLE app LOGIN PASSWORD 'right'")
-    url = f"postgresql://app:wrong@127.0.0.1:{cluster.port}/postgres#mode=query"
+def refused_until_fixed(make: MakeCluster, role: str, login: str, fix: str) -> WaitTimeout:
+    """On a SCRAM cluster with ``role`` made, query mode logging in as ``login`` (USER:PASSWORD)
+    times out in 1.5 s (its WaitTimeout, returned), and is ready once ``fix`` is run."""
+    cluster = scram_cluster(make)
+    cluster.psql(role)
+    url = f"postgresql://{login}@127.0.0.1:{cluster.port}/postgres#mode=query"
     with pytest.raises(WaitTimeout) as info:
         wait_for(url, timeout=1.5)
-    [result] = info.value.results
+    threading.Timer(0.5, lambda: cluster.psql(fix)).start()
+    assert wait_for(url, timeout=10)[0].ready
+    return info.value
+
+
+def test_query_mode_wrong_password_is_retried_and_reported(pg_cluster: MakeCluster) -> None:
+    role, fix = "CREATE ROLE app LOGIN PASSWORD 'right'", "ALTER ROLE app PASSWORD 'wrong'"
+    timeout = refused_until_fixed(pg_cluster, role, "app:wrong", fix)
+    [result] = timeout.results
     assert result.attempts > 1  # retried: the role's password may be set after the server starts
     assert result.reason.startswith("authentication failed:")
-    assert "wrong" not in str(info.value)
-    threading.Timer(0.5, lambda: cluster.psql("ALTER ROLE app PASSWORD 'wrong'")).start()
-    assert wait_for(url, timeout=10)[0].ready
+    assert "wrong" not in str(timeout)
 
 
 def test_query_mode_judges_login_failures_by_sqlstate(pg_cluster: MakeCluster) -> None:
     """A role that may not log in (28000) is an authentication failure too, and is retried:
     not something to recognise by its English words."""
-    cluster = scram_cluster(pg_cluster)
-    cluster.psql("CREATE ROLE late NOLOGIN PASSWORD 'pw'")
-    url = f"postgresql://late:pw@127.0.0.1:{cluster.port}/postgres#mode=query"
-    with pytest.raises(WaitTimeout) as info:
-        wait_for(url, timeout=1.5)
-    [result] = info.value.results
+    timeout = refused_until_fixed(
+        pg_cluster, "CREATE ROLE late NOLOGIN PASSWORD 'pw'", "late:pw", "ALTER ROLE late LOGIN"
+    )
+    [result] = timeout.results
     assert result.reason.startswith("authentication failed:"), result.reason
     assert "28000" not in result.reason  # the code is for judging; the words are for people
-    threading.Timer(0.5, lambda: cluster.psql("ALTER ROLE late LOGIN")).start()
-    assert wait_for(url, timeout=10)[0].ready
 
 
 GERMAN_28P01 = "Passwort-Authentifizierung für Benutzer »app« fehlgeschlagen"
