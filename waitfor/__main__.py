@@ -1,8 +1,8 @@
 """The command's first code: ``python -m waitfor``, and the console script (``__main__:run``).
 
-Before anything else, even the rest of waitfor's own start-up: SIGINT and SIGTERM end the
-process at once, in waitfor's one line, with 130/143. Nothing has started yet that would need
-cleaning up, and an exit leaves nothing for Python to swallow or print (its default SIGINT
+Before anything else, even the rest of waitfor's own start-up: SIGINT, SIGTERM and SIGHUP end
+the process at once, in waitfor's one line, with 130/143/129. Nothing has started yet that would
+need cleaning up, and an exit leaves nothing for Python to swallow or print (its default SIGINT
 handler raises KeyboardInterrupt: a traceback). :func:`waitfor.cli.signals.install` then puts the
 handlers the command works with in their place. Only ``_signal`` and ``os`` are used here, both
 loaded by the interpreter's own start-up: no import time precedes the handlers.
@@ -16,7 +16,7 @@ import _signal  # type: ignore[import-not-found]  # signal's C half, no stub; si
 import os
 
 #: the one line for an interrupt (as Signalled.describe says it): no enum to import for the names
-_NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM"}
+_NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -25,7 +25,7 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 for _signum in _NAMES:
-    # an interrupt waitfor inherited ignored (a background job's SIGINT) stays ignored
+    # an interrupt inherited ignored (a background job's SIGINT, nohup's SIGHUP) stays ignored
     if _signal.getsignal(_signum) != _signal.SIG_IGN:
         _signal.signal(_signum, _interrupted)
 

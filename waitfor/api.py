@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPT_TIMEOUT = 5.0
+#: the least of the timeout a --delay must leave for the first attempt (or the attempt timeout,
+#: if shorter): an attempt begun just before the deadline ends without an answer (importing its
+#: client alone, httpx's, takes ~0.1-0.4 s), a wait that could never say anything
+FIRST_ATTEMPT_ROOM = 1.0
 #: set while a wait runs on the event loop: the tasks it starts (its checks' requests) inherit it
 _IN_WAIT: ContextVar[bool] = ContextVar("waitfor_in_wait", default=False)
 
@@ -76,11 +80,8 @@ class Wait:
         self.any_ready = any_ready
         self.backoff = _backoff(backoff) if interval is None else _interval(interval, backoff)
         self.delay = _seconds(delay, "delay", zero=True)
-        if self.timeout is not None and self.delay >= self.timeout:
-            raise UsageError(
-                f"delay {self.delay:g}s is not shorter than the timeout {self.timeout:g}s:"
-                " no attempt could be made"
-            )
+        if self.timeout is not None and self.delay:
+            _check_delay(self.delay, self.timeout, self.attempt_timeout)
         if on_event is not None and not callable(on_event):
             raise UsageError(f"on_event must be callable, not {type(on_event).__name__}")
         self.on_event = on_event
@@ -262,7 +263,8 @@ def wait_for(
         interval: seconds or a duration between one target's attempts, fixed, instead of
             ``backoff``'s growing, jittered delays (at least 10 ms; not with ``backoff``).
         delay: seconds or a duration before the first attempt; the timeout counts from the
-            call, so it must be shorter than the timeout (else :class:`~waitfor.UsageError`).
+            call, so the delay must leave at least 1 s of it (or ``attempt_timeout``, if
+            shorter) for the first attempt, else :class:`~waitfor.UsageError`.
 
     Every event also goes to the ``logging`` logger ``waitfor`` (at INFO a new or changed reason,
     paced as the CLI's text output, one progress line for all targets, and readiness; a timeout
@@ -432,6 +434,21 @@ def _interval(interval: float | str, backoff: Backoff | None) -> Backoff:
     if seconds < MIN_DELAY:
         raise UsageError(f"interval must be at least {MIN_DELAY:g}s, not {seconds:g}s")
     return Backoff(initial=seconds, multiplier=1.0, maximum=seconds, jitter=0.0)
+
+
+def _check_delay(delay: float, timeout: float, attempt_timeout: float) -> None:
+    """The delay is part of the timeout: refused unless it leaves the first attempt its room."""
+    if delay >= timeout:
+        raise UsageError(
+            f"delay {delay:g}s is not shorter than the timeout {timeout:g}s:"
+            " no attempt could be made"
+        )
+    room = min(FIRST_ATTEMPT_ROOM, attempt_timeout)
+    if timeout - delay < room:
+        raise UsageError(
+            f"delay {delay:g}s leaves {timeout - delay:.2g}s of the timeout {timeout:g}s:"
+            f" the first attempt needs at least {room:g}s (a shorter delay or a longer timeout)"
+        )
 
 
 def _deadline(timeout: float | str | None) -> float | None:

@@ -7,7 +7,7 @@
     │                            credentials the server demands but none were given)
     ├── WaitTimeout        124   the deadline passed before every target was ready; also a
     │                            TimeoutError, as Python code expects of a timeout
-    └── Interrupted    130/143   SIGINT / SIGTERM arrived while waiting
+    └── Interrupted 130/143/129  SIGINT / SIGTERM / SIGHUP arrived while waiting
 
 Anything else that escapes is a bug and is meant to surface as one.
 """

@@ -41,6 +41,15 @@ from waitfor.base.sanitize import MAX_LENGTH, shown
         ("caf\u00e9 \u2603 \u00b2", (), "caf\u00e9 \u2603 \u00b2"),  # printable: as it is
         ("pw a\nb echoed", {"a%0Ab"}, "pw *** echoed"),  # a secret holding a line break
         ("masked *** here", {"*"}, "masked *** here"),  # the mask is not a secret's echo
+        # a secret of one or two characters: a whole token, never the letters of a word
+        ("refused (through proxy)", {"u", "p"}, "refused (through proxy)"),
+        ("user u, password p: refused", {"u", "p"}, "user ***, password ***: refused"),
+        ("login 'U' as u:p", {"u", "p"}, "login '***' as ***:***"),
+        ("upload ab, abc, cab, AB-x", {"ab"}, "upload ***, abc, cab, ***-x"),
+        ("user=al%20x pw=al", {"al x"}, "user=*** pw=al"),  # a long secret: anywhere
+        ("xyzxy", {"xy", "xyz"}, "******"),  # a short one after a long one, at once
+        ("a-b x-b", {"-b"}, "a*** x***"),  # a non-letter edge glues to nothing
+        ("caf\u00e9 \u00e9", {"\u00e9"}, "caf\u00e9 ***"),  # any script's letters
     ],
 )
 def test_shown(text: str, secrets: set[str], expected: str) -> None:

@@ -260,7 +260,9 @@ def test_timeout_exit_124_in_about_the_timeout(closed_port: int) -> None:
     assert 1.0 <= elapsed < 4.0  # includes interpreter start-up on a busy machine
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
+)
 def test_signals_cancel_the_wait(closed_port: int, sig: signal.Signals, code: int) -> None:
     proc = start("-t", "60", f"tcp://127.0.0.1:{closed_port}")
     assert proc.stderr is not None
@@ -270,6 +272,47 @@ def test_signals_cancel_the_wait(closed_port: int, sig: signal.Signals, code: in
     assert proc.wait(timeout=10) == code
     assert time.monotonic() - sent < 1.0
     assert f"interrupted by {sig.name}" in proc.stderr.read()
+
+
+def test_a_hangup_before_the_command_ends_the_wait_and_the_command_never_runs(
+    closed_port: int, tmp_path: Path
+) -> None:
+    """A closed terminal or SSH session (SIGHUP) ends the wait as SIGTERM does: one line, 129."""
+    marker = tmp_path / "ran"
+    proc = start("-t", "60", f"tcp://127.0.0.1:{closed_port}", "--", "touch", str(marker))
+    assert proc.stderr is not None
+    proc.stderr.readline()  # "waiting for ...": the wait has begun
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=10) == 129
+    assert proc.stderr.read().splitlines()[-1] == "waitfor: error: interrupted by SIGHUP"
+    assert not marker.exists()
+
+
+def test_nohup_keeps_waitfor_and_its_command_deaf_to_hangups(tmp_path: Path) -> None:
+    """An ignored SIGHUP (nohup) is the user's wish: the wait goes on through one, and the
+    command is started with it still ignored (its own SIGHUP state said by /proc)."""
+    port = free_port()
+    command = ("sh", "-c", 'grep "^SigIgn" /proc/self/status')
+    waiting = (sys.executable, "-m", "waitfor", "-t", "60", f"tcp://127.0.0.1:{port}")
+    proc = subprocess.Popen(
+        ["sh", "-c", 'trap "" HUP; exec "$@"', "sh", *waiting, "--", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        proc.stderr.readline()  # the wait has begun
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        assert proc.poll() is None  # still waiting
+        with tcp_listener(port):
+            out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    assert int(out.split()[1], 16) >> (signal.SIGHUP - 1) & 1  # ignored in the command too
 
 
 def test_json_output_has_one_object_per_line(closed_port: int) -> None:

@@ -76,13 +76,13 @@ def test_interval_on_the_command_line_in_json_events() -> None:
 
 def test_delay_puts_the_first_attempt_off_and_the_deadline_stays() -> None:
     closed = free_port()
-    done = waitfor_cli("-o", "json", "--delay", "0.8", "-t", "1.5", f"tcp://127.0.0.1:{closed}")
+    done = waitfor_cli("-o", "json", "--delay", "0.8", "-t", "1.8", f"tcp://127.0.0.1:{closed}")
     assert done.returncode == 124, done.stderr
     events = json_events(done.stderr)
     first = next(e for e in events if e["event"] == "not_ready")
     timed_out = next(e for e in events if e["event"] == "timed_out")
     assert first["elapsed"] >= 0.8
-    assert 1.5 <= timed_out["elapsed"] < 3.0  # from the start, not from the first attempt
+    assert 1.8 <= timed_out["elapsed"] < 3.3  # from the start, not from the first attempt
 
 
 def test_delay_then_ready() -> None:
@@ -95,7 +95,7 @@ def test_delay_then_ready() -> None:
 
 
 def test_delay_in_the_library() -> None:
-    began = attempt_times(f"tcp://127.0.0.1:{free_port()}", timeout=1.0, delay="0.6s")
+    began = attempt_times(f"tcp://127.0.0.1:{free_port()}", timeout=1.6, delay="0.6s")
     assert began
     assert began[0] >= 0.6
 
@@ -111,6 +111,11 @@ def test_delay_in_the_library() -> None:
         (["--delay", "-1"], {}, "'-1' is not a duration"),
         (["--delay", "5s", "-t", "5s"], {}, "delay 5s is not shorter than the timeout 5s"),
         (["--delay", "1m"], {}, "delay 60s is not shorter than the timeout 60s"),
+        # at least one attempt after the delay: an attempt 10 ms before the deadline is none
+        (["--delay", "1.99", "-t", "2"], {}, "delay 1.99s leaves 0.01s of the timeout 2s:"),
+        (["--delay", "59.5s"], {}, "the first attempt needs at least 1s"),
+        (["--delay", "1", "-t", "1.5", "--attempt-timeout", "0.6"], {}, "needs at least 0.6s"),
+        ([], {"WAITFOR_DELAY": "4.5", "WAITFOR_TIMEOUT": "5"}, "delay 4.5s leaves 0.5s"),
     ],
 )
 def test_bad_values_are_one_line_exit_2(args: list[str], env: dict[str, str], said: str) -> None:
@@ -134,12 +139,31 @@ def test_delay_with_a_wait_forever_is_fine() -> None:
         ({"interval": "1ms"}, "interval must be at least 0.01s"),
         ({"interval": 1, "backoff": Backoff()}, "interval or backoff, not both"),
         ({"delay": 2, "timeout": 2}, "delay 2s is not shorter than the timeout 2s"),
+        ({"delay": 1.99, "timeout": 2}, "the first attempt needs at least 1s"),
         ({"delay": "soon"}, "delay: 'soon' is not a duration"),
     ],
 )
 def test_bad_library_values(keywords: dict[str, Any], said: str) -> None:
     with pytest.raises(UsageError, match=said):
         wait_for("tcp://127.0.0.1:1", **keywords)
+
+
+def test_a_delay_may_leave_one_whole_attempt_timeout_when_that_is_shorter() -> None:
+    began = attempt_times(
+        f"tcp://127.0.0.1:{free_port()}", timeout=0.8, delay=0.5, attempt_timeout=0.2
+    )
+    assert began
+    assert began[0] >= 0.5
+
+
+def test_the_attempt_after_a_delay_has_its_room_and_an_answer() -> None:
+    """The least delay accepted leaves 1 s: the first attempt after it gets a real answer,
+    and the deadline still holds (an http target: its client is imported in that attempt)."""
+    done = waitfor_cli("-o", "json", "--delay", "1", "-t", "2", f"http://127.0.0.1:{free_port()}/")
+    assert done.returncode == 124, done.stderr
+    (summary,) = [e for e in json_events(done.stderr) if e["event"] == "summary"]
+    assert summary["attempts"] >= 1
+    assert "connection refused" in summary["reason"], summary
 
 
 def test_a_targets_own_interval_paces_it_alone() -> None:

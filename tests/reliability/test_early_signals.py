@@ -63,7 +63,9 @@ def targets(silent: int) -> list[str]:
     return ["tcp://127.0.0.1:5432", f"redis://127.0.0.1:{silent}", f"tcp://127.0.0.1:{free_port()}"]
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
+)
 def test_a_signal_at_any_early_moment_ends_the_wait_in_one_line(
     sig: signal.Signals, code: int
 ) -> None:
@@ -78,8 +80,9 @@ def test_a_signal_at_any_early_moment_ends_the_wait_in_one_line(
                     text=True,
                 )
                 try:
-                    # SIGTERM's: Python itself catches SIGINT from its own start-up on
-                    wait_for_handler(proc.pid, signal.SIGTERM)
+                    # the signal's own (SIGTERM's for SIGINT, which Python itself catches
+                    # from its own start-up on)
+                    wait_for_handler(proc.pid, signal.SIGTERM if sig == signal.SIGINT else sig)
                     time.sleep(delay / 1000)
                     proc.send_signal(sig)
                     _, stderr = proc.communicate(timeout=30)

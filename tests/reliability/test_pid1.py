@@ -20,7 +20,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
+)
 def test_signals_end_the_wait_as_pid1(sig: signal.Signals, code: int) -> None:
     with as_pid1("-m", "waitfor", "-t", "5m", f"tcp://127.0.0.1:{free_port()}") as root:
         assert root.stderr is not None

@@ -11,7 +11,8 @@ a line of its own. It
   percent-decoded and percent-encoded: a server that echoes a login (Redis with AUTH renamed
   answers ``unknown command 'AUTH', with args beginning with: 'S3cretPW'``, NATS lower-cases it);
   and escaped as repr(), a bytes repr or JSON escape it (``Illegal header value b'Bearer
-  A\\nB'``), the forms derived from each secret;
+  A\\nB'``), the forms derived from each secret; a form of one or two characters (a proxy user
+  ``u``) only as a whole token, never inside a word (``through``: the letter is no secret there);
 - makes it one line: line breaks and other white space become one space, other control and
   format characters (ESC, C1, bidi overrides, zero-width marks, lone surrogates) are shown
   escaped (``\\x1b``), so a server cannot forge a report line or drive the terminal;
@@ -26,7 +27,7 @@ server also used) costs a word of a reason, never a secret.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import lru_cache
 
 MASK = "***"
@@ -36,6 +37,11 @@ ELLIPSIS = "..."
 #: the secrets' patterns kept, one a target's set of secrets: a long-lived program waiting on
 #: ever new targets (rotated passwords) must not keep every one it ever saw
 PATTERNS_KEPT = 64
+#: forms shorter than this are hidden only as whole tokens: a letter or two of a secret inside
+#: a longer word is not the secret (and hiding it there garbles every reason)
+WHOLE_TOKEN_BELOW = 3
+#: a letter or digit, any script's: what glues a short form into a longer word
+_ALNUM = r"[^\W_]"
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
@@ -44,16 +50,16 @@ def shown(text: str, secrets: Collection[str] = ()) -> str:
 
     Applied to its own result (the runner's reason in an error) it changes nothing.
     """
-    pattern = _secrets_pattern(frozenset(secrets)) if secrets else None
-    if pattern is not None:
-        text = pattern.sub(MASK, text)  # on the whole text: a cut must not split a secret
+    mask = _masker(frozenset(secrets)) if secrets else None
+    if mask is not None:
+        text = mask(text)  # on the whole text: a cut must not split a secret
     cut = len(text) > 2 * MAX_LENGTH  # more than can be shown, even once white space shrinks
     if cut:
         text = text[: 2 * MAX_LENGTH]
     if not text.isprintable():
         text = _one_line(text)
-        if pattern is not None:  # a secret with a line break in it, echoed
-            text = pattern.sub(MASK, text)
+        if mask is not None:  # a secret with a line break in it, echoed
+            text = mask(text)
     if cut or len(text) > MAX_LENGTH:
         text = text[: MAX_LENGTH - len(ELLIPSIS)] + ELLIPSIS
     return text
@@ -73,14 +79,38 @@ def _one_line(text: str) -> str:
 
 
 @lru_cache(maxsize=PATTERNS_KEPT)
-def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+def _masker(secrets: frozenset[str]) -> Callable[[str], str] | None:
+    """What hides ``secrets``' forms in a text: the longer ones wherever they are, then the
+    short ones where they stand alone. In that order, so that a short form next to a long one
+    (``xy`` after ``xyz``) is found at once, and a second application changes nothing."""
     # A form of nothing but '*' would find the mask itself in a reason already cleaned.
     forms = {form for secret in secrets for form in _forms(secret) if form.strip("*")}
-    # The longest first: a secret that holds another is hidden whole.
-    alternatives = sorted(forms, key=len, reverse=True)
-    if not alternatives:
+    long = {form for form in forms if len(form) >= WHOLE_TOKEN_BELOW}
+    patterns = [_alternatives(long, re.escape), _alternatives(forms - long, _token)]
+    found = [pattern for pattern in patterns if pattern is not None]
+    if not found:
         return None
-    return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
+
+    def mask(text: str) -> str:
+        for pattern in found:
+            text = pattern.sub(MASK, text)
+        return text
+
+    return mask
+
+
+def _alternatives(forms: set[str], pattern: Callable[[str], str]) -> re.Pattern[str] | None:
+    # The longest first: a secret that holds another is hidden whole.
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(map(pattern, ordered)), re.IGNORECASE) if ordered else None
+
+
+def _token(form: str) -> str:
+    """``form`` as a pattern that matches it only where no letter or digit glues it to more:
+    on each side where it ends in a letter or digit itself (``-b`` may follow ``a``)."""
+    before = f"(?<!{_ALNUM})" if re.match(_ALNUM, form[0]) else ""
+    after = f"(?!{_ALNUM})" if re.match(_ALNUM, form[-1]) else ""
+    return f"{before}{re.escape(form)}{after}"
 
 
 def _forms(secret: str) -> set[str]:

@@ -52,8 +52,8 @@ whitespace-separated WAITFOR_TARGETS, where quotes keep one together ('exec:pg_i
 Command-line values win.
 
 Exit status: 0 all ready (or the command's own status), 124 timed out, 2 bad usage or
-configuration, 130/143 interrupted by SIGINT/SIGTERM, 126/127 the command cannot be run / was
-not found.
+configuration, 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP, 126/127 the command cannot be
+run / was not found.
 """
 FORM_WIDTH = 34  # a usage row's target form; longer forms put their meaning on the next line
 

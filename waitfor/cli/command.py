@@ -37,8 +37,8 @@ from waitfor.cli.reading import (
 )
 from waitfor.cli.report import Reporter, Tee, error_line, exit_line, json_line, make_reporter
 from waitfor.cli.signals import (
+    HANDLED,
     INHERITED_IGNORED,
-    INTERRUPTS,
     Signalled,
     exiting,
     ignore_interrupts,
@@ -172,8 +172,8 @@ async def _nested(
 
 @contextlib.asynccontextmanager
 async def signals_cancel() -> AsyncIterator[None]:
-    """On the event loop: SIGINT/SIGTERM cancel the wait (pending attempts included) and end it
-    as :class:`Interrupted`; waitfor's own handlers are back afterwards."""
+    """On the event loop: SIGINT/SIGTERM/SIGHUP cancel the wait (pending attempts included) and
+    end it as :class:`Interrupted`; waitfor's own handlers are back afterwards."""
     import asyncio  # only a wait that was not over at its first attempt needs the event loop
 
     loop = asyncio.get_running_loop()
@@ -185,7 +185,7 @@ async def signals_cancel() -> AsyncIterator[None]:
         received.append(signum)
         task.cancel()
 
-    for signum in INTERRUPTS:
+    for signum in HANDLED:
         loop.add_signal_handler(signum, on_signal, signum)
     swallowed = pending()  # by Python, before the loop took the signals over
     if swallowed is not None:
@@ -199,13 +199,13 @@ async def signals_cancel() -> AsyncIterator[None]:
     finally:
         # The loop's removal restores the *default* handlers, which a PID 1 never gets:
         # put waitfor's own back, with the signals held meanwhile so none is lost.
-        signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+        signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
         try:
-            for signum in INTERRUPTS:
+            for signum in HANDLED:
                 loop.remove_signal_handler(signum)
                 signal.signal(signum, exiting if received else interrupt)
         finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
 
 
 def exec_command(command: Sequence[str]) -> NoReturn:

@@ -128,7 +128,10 @@ OPTIONS = (
         value=DURATION,
         default="0s",
         keyword="delay",
-        help="Make the first attempt only after this long (counted in --timeout; shorter than it).",
+        help=(
+            "Make the first attempt only after this long (counted in --timeout, which must"
+            " leave the first attempt at least 1s, or --attempt-timeout if shorter)."
+        ),
     ),
     Option(
         "--invert",

@@ -1,13 +1,15 @@
-"""The ``waitfor`` command's first code: SIGINT/SIGTERM handlers before anything slow is imported.
+"""The ``waitfor`` command's first code: the interrupts' handlers before anything slow is imported.
 
 Importing the command line (click, the library) takes tens of milliseconds. A signal in that
-time would find Python's defaults: a KeyboardInterrupt traceback, death by SIGTERM (-15), or, as
+time would find Python's defaults: a KeyboardInterrupt traceback, death by SIGTERM (-15) or
+SIGHUP (-1, a closed terminal or SSH session, with no line saying what was awaited), or, as
 PID 1 in a container, nothing at all (the kernel drops a signal PID 1 has no handler for, and the
 wait then runs to its deadline). So this module imports only the standard library's ``signal``
 and installs waitfor's handlers first; only the interpreter's own start-up precedes them.
 
 The handlers raise :class:`Signalled`, a BaseException: no ``except Exception`` on the way (a
-plugin's import, a library's retry loop) can swallow it. The command turns it into exit 130/143.
+plugin's import, a library's retry loop) can swallow it. The command turns it into exit
+130/143/129. A SIGHUP ignored when waitfor started (``nohup``) stays ignored: the user asked for it.
 Python itself swallows what a weakref callback or a ``__del__`` raises (a signal landing while
 an import's module lock is collected, say): such a signal is kept (:func:`pending`) instead of
 printed, and the command asks for it where the wait would go on (:func:`raise_pending`).
@@ -20,9 +22,11 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
 INHERITED_IGNORED: list[signal.Signals] = []
+#: the interrupts waitfor ends on: all but a SIGHUP ``nohup`` ignored, which waitfor ignores too
+HANDLED: list[signal.Signals] = []
 _installed: list[bool] = []
 #: every interrupt the handlers raised, in order: one Python swallowed is still known here.
 #: Never cleared while the handlers stand: the command ends on its first interrupt.
@@ -30,7 +34,7 @@ _received: list[int] = []
 
 
 class Signalled(BaseException):
-    """SIGINT or SIGTERM arrived while the command ran synchronous code."""
+    """SIGINT, SIGTERM or SIGHUP arrived while the command ran synchronous code."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -41,11 +45,13 @@ class Signalled(BaseException):
 
 
 def install() -> None:
-    """waitfor's handlers for SIGINT and SIGTERM; once per process (later calls keep them)."""
+    """waitfor's handlers for the interrupts it ends on; once per process (later calls keep
+    them)."""
     if _installed:
         return
     INHERITED_IGNORED[:] = [s for s in INTERRUPTS if signal.getsignal(s) is signal.SIG_IGN]
-    for signum in INTERRUPTS:
+    HANDLED[:] = [s for s in INTERRUPTS if s != signal.SIGHUP or s not in INHERITED_IGNORED]
+    for signum in HANDLED:
         signal.signal(signum, interrupt)
     sys.unraisablehook = _unraisable
     _installed.append(True)
@@ -106,7 +112,7 @@ def exiting(signum: int, frame: FrameType | None) -> None:
 
 
 def ignore_interrupts() -> None:
-    for signum in INTERRUPTS:
+    for signum in HANDLED:
         signal.signal(signum, exiting)
 
 

@@ -3,8 +3,8 @@
 The kubelet gives every container a file, ``/dev/termination-log`` (its
 ``terminationMessagePath``), and shows what the container wrote there as "Last State:
 Terminated ... Message" once it exits. When waitfor ends without success (timed out 124, bad
-configuration 2, interrupted 130/143, a command that cannot be run 126/127) it writes its final
-reasons there: a headline, then one line per target that was not ready. Nothing on success.
+configuration 2, interrupted 130/143/129, a command that cannot be run 126/127) it writes its
+final reasons there: a headline, then one line per target that was not ready. Nothing on success.
 
 What is written is built from what the reporters print: redacted targets and reasons that passed
 :mod:`waitfor.base.sanitize`, so no secret. At most :data:`LIMIT` bytes (the kubelet's own cap), cut

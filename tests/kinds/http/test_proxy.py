@@ -4,8 +4,10 @@ every output, bad values refused in one line, and a proxy that never answers CON
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -340,6 +342,33 @@ def test_credentials_are_never_shown(
         assert_no_secret(done.stdout, done.stderr, said)
         for text in (done.stderr, said):
             assert USER not in text.replace(f"{USER}:***", "")  # at most masked with it
+
+
+@pytest.mark.parametrize(
+    ("user", "password"), [("u", "p"), ("al", "pw"), ("u", PASSWORD), (USER, "q"), ("p", "u")]
+)
+def test_short_credentials_are_masked_as_words_never_inside_words(
+    tmp_path: Path, user: str, password: str
+) -> None:
+    """A user name or password of one or two characters: hidden wherever it stands alone, never
+    shown, and the reason's own words left whole (a user ``u`` made "thro***gh ***roxy")."""
+    with tinyproxy(tmp_path, user, password) as authed, http_server() as (url, _):
+        assert wait_for(f"{url}/", timeout=10, defaults={"proxy": authed.url})[0].ready
+        # long enough for answers on a loaded machine (the first attempt imports its client)
+        down = f"http://{user}:{password}@127.0.0.1:{free_port()}"
+        refused = waitfor_cli("-t", "3", "--proxy", down, f"{url}/")
+        wrong = authed.url.replace(f":{password}@", ":wrong@")
+        unauthorised = waitfor_cli("-o", "json", "-t", "3", "--proxy", wrong, f"{url}/")
+    assert refused.returncode == unauthorised.returncode == 124
+    assert "connection refused (through proxy http://127.0.0.1:" in refused.stderr
+    assert "HTTP 401" in unauthorised.stderr
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    for text in (refused.stderr, unauthorised.stderr):
+        words = {word.lower() for word in re.findall(r"[^\W_]+", text)}
+        for secret in (user, password):
+            assert secret.lower() not in words, text
+            assert len(secret) < 3 or secret not in text, text
+        assert token not in text
 
 
 def test_credentials_a_proxy_echoes_are_masked(ca_file: str) -> None:
