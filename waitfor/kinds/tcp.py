@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port, urls
 
 if TYPE_CHECKING:
-    import socket
+    import _socket
 
     from waitfor.kind import Deadline
 
@@ -51,7 +51,7 @@ async def connect_any(host: str, port: int, deadline: Deadline) -> Outcome:
     return _connected(sock, host, port)
 
 
-def _connected(sock: socket.socket, host: str, port: int) -> Outcome:
+def _connected(sock: _socket.socket, host: str, port: int) -> Outcome:
     """Ready, naming the address that accepted; the socket is closed either way."""
     try:
         peer = sock.getpeername()

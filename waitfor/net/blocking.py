@@ -5,23 +5,30 @@ getaddrinfo call, the same addresses in the same order, IP literals answered wit
 a name's lookup in a daemon thread that is abandoned (never waited for) when the deadline
 passes. It only answers "connected" (a socket) or None: every failure, and every reason, is left to
 the runner's attempt, which makes the same calls and names what went wrong.
+
+On ``_socket``, the socket module's C half: the sockets are the same, but importing ``socket``
+(its enums of every constant, selectors) costs a ready start-up ~10 M instructions, a sixth of
+what waitfor adds to the interpreter's own. :func:`as_socket` gives a caller that needs the full
+object (ssl's wrap_socket, ``with``) one, where the socket module is imported anyway.
 """
 
 from __future__ import annotations
 
+import _socket
 import errno
 import math
 import select
-import socket
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import socket
+
     from waitfor.base.deadline import Deadline
 
 AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockaddr
 
 
-def connect(host: str, port: int, deadline: Deadline) -> socket.socket | None:
+def connect(host: str, port: int, deadline: Deadline) -> _socket.socket | None:
     """A connected (blocking) socket to the first of ``host``'s addresses that accepts in time."""
     for address in resolve(host, port, deadline) or []:
         left = deadline.left()
@@ -38,7 +45,9 @@ def resolve(host: str, port: int, deadline: Deadline) -> list[AddrInfo] | None:
     # bytes: a str host would load the IDNA codec, and parsed hosts are ASCII already
     name: str | bytes = host.encode("ascii") if host.isascii() else host
     try:  # an IP literal needs no lookup (as net._literal)
-        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+        infos = _socket.getaddrinfo(
+            name, port, type=_socket.SOCK_STREAM, flags=_socket.AI_NUMERICHOST
+        )
     except (OSError, UnicodeError):
         return _lookup(name, port, deadline.left())
     return [(f, k, p, a) for f, k, p, _, a in infos]
@@ -51,7 +60,7 @@ def _lookup(host: str | bytes, port: int, budget: float) -> list[AddrInfo] | Non
 
     def run() -> None:
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = _socket.getaddrinfo(host, port, type=_socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             return
         found.append([(f, k, p, a) for f, k, p, _, a in infos])
@@ -65,11 +74,11 @@ def _lookup(host: str | bytes, port: int, budget: float) -> list[AddrInfo] | Non
     return found[0] if found else None
 
 
-def connect_address(address: AddrInfo, timeout: float) -> socket.socket | None:
+def connect_address(address: AddrInfo, timeout: float) -> _socket.socket | None:
     """A connected blocking socket, or None if the address did not accept within ``timeout``."""
     family, kind, proto, sockaddr = address
     try:
-        sock = socket.socket(family, kind, proto)
+        sock = _socket.socket(family, kind, proto)
     except OSError:
         return None
     try:
@@ -82,7 +91,7 @@ def connect_address(address: AddrInfo, timeout: float) -> socket.socket | None:
         poller = select.poll()
         poller.register(sock, select.POLLOUT)
         writable = poller.poll(max(math.ceil(timeout * 1000), 0))
-        if not writable or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
+        if not writable or sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ERROR) != 0:
             sock.close()
             return None
     except BaseException:
@@ -90,3 +99,16 @@ def connect_address(address: AddrInfo, timeout: float) -> socket.socket | None:
         raise
     sock.setblocking(True)
     return sock
+
+
+def as_socket(sock: _socket.socket) -> socket.socket:
+    """``sock`` as a :class:`socket.socket` (the same descriptor and timeout; ``sock`` is left
+    detached, its close a no-op), for ssl's wrap_socket and other users of the full object."""
+    import socket
+
+    if isinstance(sock, socket.socket):
+        return sock
+    timeout = sock.gettimeout()
+    full = socket.socket(sock.family, sock.type, sock.proto, sock.detach())
+    full.settimeout(timeout)
+    return full

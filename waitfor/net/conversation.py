@@ -24,7 +24,6 @@ ssl: the transport that needs one imports it.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
@@ -35,6 +34,7 @@ from waitfor.net.errors import TlsError, tls_failure
 from waitfor.net.tls import server_name
 
 if TYPE_CHECKING:
+    import _socket
     import asyncio
     import ssl
     from collections.abc import Callable
@@ -348,7 +348,7 @@ class _TimeUp(Exception):
 class _Socket:
     """A blocking socket as a transport: every call returns without suspending."""
 
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
+    def __init__(self, sock: _socket.socket, deadline: float) -> None:
         self.sock = sock
         self.deadline = deadline
 
@@ -382,7 +382,9 @@ class _Socket:
                 raise TimeoutError
             self.sock.settimeout(left)
             name = server_name(server_hostname) if server_hostname else None
-            self.sock = context.wrap_socket(self.sock, server_hostname=name)
+            from waitfor.net.blocking import as_socket  # ssl imported socket: it costs nothing
+
+            self.sock = context.wrap_socket(as_socket(self.sock), server_hostname=name)
         except OSError as exc:  # ssl.SSLError and TimeoutError are OSErrors
             raise tls_failure(exc, max(left, 0.0)) from None
 
@@ -393,7 +395,7 @@ class _Socket:
 
 def exchange_blocking(
     exchange: Exchange[T],
-    sock: socket.socket,
+    sock: _socket.socket,
     deadline: float,
     *,
     tls: TlsFactory | None = None,
@@ -425,7 +427,7 @@ def exchange_blocking(
 
 def run_blocking(
     conversation: Conversation,
-    sock: socket.socket,
+    sock: _socket.socket,
     deadline: float,
     **upgrading: Unpack[Upgrading],
 ) -> Outcome:
@@ -471,7 +473,7 @@ def over_tls(exchange: Exchange[T]) -> Exchange[T]:
 
 
 def answer_now(
-    sock: socket.socket,
+    sock: _socket.socket,
     conversation: Conversation,
     deadline: Deadline,
     errors: tuple[type[Exception], ...] = (),

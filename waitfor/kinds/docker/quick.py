@@ -72,7 +72,8 @@ def _connected(endpoint: Endpoint, deadline: Deadline) -> socket.socket | None:
         return sock
     from waitfor.net import blocking
 
-    return blocking.connect(endpoint.host, endpoint.port, deadline)
+    raw = blocking.connect(endpoint.host, endpoint.port, deadline)
+    return None if raw is None else blocking.as_socket(raw)  # for `with`
 
 
 def first_attempt(

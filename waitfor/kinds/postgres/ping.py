@@ -32,6 +32,7 @@ from waitfor.net.errors import TlsError
 
 # Types only: made at run time they would cost start-up. asyncio and ssl are imported where used.
 if TYPE_CHECKING:
+    import _socket
     import ssl
     from collections.abc import Callable
     from typing import TypeVar
@@ -221,6 +222,7 @@ def _attempt_now(
     from waitfor.net import blocking
     from waitfor.net.conversation import exchange_blocking
 
+    sock: _socket.socket
     if isinstance(address, str):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

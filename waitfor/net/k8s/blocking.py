@@ -61,7 +61,7 @@ def get_json(
     raw = blocking.connect(host, port, deadline)
     if raw is None:
         return None
-    sock: socket.socket = raw
+    sock = raw = blocking.as_socket(raw)  # for wrap_socket: ssl imported socket already
     try:
         # The request follows the handshake's last flight at once: without this, Nagle holds
         # it until that flight is acknowledged, 40 ms later (the server's delayed ACK).
