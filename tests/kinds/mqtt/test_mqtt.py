@@ -111,34 +111,41 @@ def test_logins_agree_with_mosquitto_sub(mosquitto: MakeBroker) -> None:
             assert password not in output
 
 
-GOODBYE = r"Client \S+ (?:disconnected\.|closed its connection)"  # mosquitto's log, either way
+def waitfor_clients(log: str) -> list[str]:
+    return re.findall(r" as (waitfor-\S+) ", log)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect (stop 42 note): in about one full parallel run in three the last "
-    "library wait's connection gets neither DISCONNECT nor a hang-up within 10 s",
-)
+def goodbye(client: str, log: str) -> str | None:
+    """How ``client`` left, as mosquitto logs it: a DISCONNECT, a hang-up, or not (yet)."""
+    if f"Client {client} disconnected." in log:
+        return "DISCONNECT"
+    return "hang-up" if f"Client {client} closed its connection." in log else None
+
+
 def test_every_probe_says_disconnect(mosquitto: MakeBroker) -> None:
     """The broker logs "disconnected" for a DISCONNECT, "closed its connection" for a hang-up."""
     broker = mosquitto()
     broker.start()
     for _ in range(10):
         wait_for(f"mqtt://127.0.0.1:{broker.port}", timeout=10)
-    # The broker logs the last client's goodbye after waitfor has moved on: stopping it at once
-    # lost that line about once in fifteen runs.
+    # The broker logs the last client's goodbye after waitfor has moved on: wait for the
+    # goodbyes of waitfor's own clients (counting any "Client ... closed its connection", the
+    # start's readiness check's "<unknown>" one included, stopped the broker a line early).
     log_file, until = broker.root / "broker.log", time.monotonic() + 10
-    while time.monotonic() < until and len(re.findall(GOODBYE, log_file.read_text())) < 10:
+    while time.monotonic() < until:
+        log = log_file.read_text()
+        if all(goodbye(client, log) for client in waitfor_clients(log)):
+            break
         time.sleep(0.05)
     broker.stop()
     log = log_file.read_text()
-    assert log.count("as waitfor-") == 10
-    clients = {
-        line.split(" as ")[1].split()[0] for line in log.splitlines() if " as waitfor-" in line
-    }
-    assert len(clients) == 10  # a fresh random client id every time
-    for client in clients:
-        assert f"Client {client} disconnected." in log
+    clients = waitfor_clients(log)
+    assert len(set(clients)) == len(clients)  # a fresh random client id every time
+    left = [goodbye(client, log) for client in clients]
+    # Each wait's ready probe says DISCONNECT. On a loaded machine a wait's quick first attempt
+    # may run out of its budget before the CONNACK: it hangs up, and the runner asks again.
+    assert left.count("DISCONNECT") == 10, log
+    assert set(left) <= {"DISCONNECT", "hang-up"}, log  # none left open
 
 
 def test_ping_needs_no_credentials(mosquitto: MakeBroker) -> None:
