@@ -9,11 +9,11 @@ from waitfor.net.k8s import config
 
 
 def test_the_secrets_patterns_kept_are_bounded() -> None:
-    sanitize._secrets_pattern.cache_clear()
+    sanitize._masker.cache_clear()
     for n in range(3 * sanitize.PATTERNS_KEPT):
         secret = f"rotated-password-{n}"
         assert sanitize.shown(f"login as {secret} failed", [secret]) == "login as *** failed"
-    assert sanitize._secrets_pattern.cache_info().currsize == sanitize.PATTERNS_KEPT
+    assert sanitize._masker.cache_info().currsize == sanitize.PATTERNS_KEPT
 
 
 def test_the_tls_contexts_kept_are_bounded() -> None:
