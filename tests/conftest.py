@@ -78,18 +78,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     module-scoped servers, virtualenvs and tallies are made once, as in a serial run; all of
     tests/image/ on one worker: one image build, no two podman runs fighting for the two cores;
     and all of tests/kinds/k8s/ on one worker: one Kubernetes lab (an API server and etcd each)
-    rather than one per worker on two cores, where a loaded API server missed 1 s deadlines.
+    rather than one per worker on two cores, where a loaded API server missed 1 s deadlines;
+    when ``-m`` leaves the lab's tests out (the fast tier), its files run apart like any other.
     (xdist's loadgroup would say this with marks, but it cannot rename nodes under pytest 9.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    groups = ("tests/image/", "tests/kinds/k8s/") if _selects("k8s", config) else ("tests/image/",)
 
     class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         long_first = False
 
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            for group in ("tests/image/", "tests/kinds/k8s/"):
+            for group in groups:
                 if path.startswith(group):
                     return group
             return path
@@ -106,6 +109,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return FileScheduling(config, log)
+
+
+def _selects(mark: str, config: pytest.Config) -> bool:
+    """Whether ``-m`` keeps a test that carries just ``mark``."""
+    from _pytest.mark.expression import Expression  # what -m itself evaluates with
+
+    markexpr = config.getoption("markexpr")
+    return not markexpr or Expression.compile(markexpr).evaluate(lambda name, /, **_: name == mark)
 
 
 @pytest.fixture(scope="session")
