@@ -265,23 +265,24 @@ def _kind(value: object) -> str:
     return names.get(type(value), "a number")
 
 
+#: a JSON string once its escaped backslashes and quotes are gone, and what is not a bracket:
+#: removed at C speed, so that the depth is counted over the brackets alone (a 16 MiB answer
+#: is 16 M characters, ~1.5 s of a Python loop on the event loop: a watch event, a list)
+_STRING = re.compile(r'"[^"]*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def _too_deep(body: str) -> bool:
+    if body.count("[") + body.count("{") <= MAX_DEPTH:  # cannot be deeper: no scan
+        return False
+    # an escape is two characters, read from the left: the pairs of backslashes first
+    plain = body.replace("\\\\", "").replace('\\"', "")
     depth = 0
-    in_string = escaped = False
-    for char in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for char in _NOT_BRACKET.sub("", _STRING.sub("", plain)):
+        if char in "[{":
             depth += 1
             if depth > MAX_DEPTH:
                 return True
-        elif char in "]}":
+        else:
             depth -= 1
     return False

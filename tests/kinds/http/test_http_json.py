@@ -190,3 +190,48 @@ test_bad_expectations = refusals(
 def test_a_value_that_cannot_hold_is_refused_at_parse_time(value: str, problem: str) -> None:
     with pytest.raises(TargetError, match=re.escape(problem)):
         parse_target(f"http://127.0.0.1:1/#json=a=={quote(value)}")
+
+
+def _deeper_by_characters(body: str, limit: int) -> bool:
+    """The depth check as a character loop: the oracle for the one at C speed."""
+    depth = 0
+    in_string = escaped = False
+    for char in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 201 + "]" * 201,
+        "[" * 200 + "]" * 200,
+        '"' + "[" * 300 + '"',
+        '["\\"' + "[" * 300 + '"]',
+        '["\\\\"' + ",[" * 201 + "]" * 201 + "]",
+        '["\\\\\\"' + "[" * 201 + '"]',
+        "[" * 199 + '"\\\\\\"[[[["' + "]" * 199,
+        '["[' * 150 + '"]' * 150,
+        '{"a": "\\u005b' + "{" * 250 + '"}',
+        json.dumps({"a": ['x\\"[{' * 300, [[[["\\"]]]]]}) + "[" * 201,
+    ],
+)
+def test_the_depth_check_reads_strings_and_escapes_as_json_does(body: str) -> None:
+    from waitfor.base import jsonexpect
+
+    expected = _deeper_by_characters(body, jsonexpect.MAX_DEPTH)
+    assert jsonexpect._too_deep(body) is expected

@@ -188,6 +188,18 @@ def flood(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
         conn.sendall(chunk)
 
 
+def flood_big(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+    """Events of 15 MiB each (under the client's 16 MiB for one): each was ~1.5 s of a
+    character loop (the JSON depth check) on the event loop."""
+    stream_head(conn)
+    metadata = {"name": "x", "resourceVersion": "5", "annotations": {"a": "x" * (15 * 2**20)}}
+    job = {"metadata": metadata, "status": {"active": 1}}
+    line = event("MODIFIED", job)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        conn.sendall(line)
+
+
 def forged_status(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
     stream_head(conn)
     job = {
@@ -234,6 +246,7 @@ SERVER_CASES: dict[str, tuple[Answer | None, Answer | None]] = {
     "redirect": (redirect, None),
     "silent watch": (None, silent),
     "watch flood": (None, flood),
+    "watch flood of 15 MiB events": (None, flood_big),
     "watch status with newline and ESC": (None, forged_status),
     "watch ERROR echoing the token": (None, watch_error),
     "watch 100k deep": (None, watch_garbage),
@@ -252,6 +265,48 @@ def test_hostile_api_server(case: str, tmp_path: Path) -> None:
     assert len(out.splitlines()) <= 6, out
     if case == "redirect":  # never followed, said as such
         assert "API server answered a redirect to 169.254.169.254; not followed" in out
+
+
+def test_a_flooding_watch_gives_the_loop_its_turn() -> None:
+    """The events a flooding server sends are handled a few at a time, the event loop running
+    between them (its timers: the deadline). The stream holds a whole socket read (256 KiB,
+    ~2,500 of these events) that is read without the loop's turn: counted, not timed."""
+    import asyncio
+    import ssl
+
+    from waitfor.net.k8s import client
+    from waitfor.net.k8s.config import Credentials
+
+    async def most_between_turns() -> int:
+        credentials = Credentials(url, ssl.create_default_context(), {}, "default", "user x")
+        api = client.Api(credentials, 5.0)
+        turns = 0
+
+        async def ticking() -> None:
+            nonlocal turns
+            while True:
+                await asyncio.sleep(0)
+                turns += 1
+
+        ticker = asyncio.create_task(ticking())
+        most = seen = events = 0
+        last = -1
+        try:
+            async for _ in api.watch("/apis/batch/v1/namespaces/default/jobs", {}, 30):
+                events += 1
+                seen = seen + 1 if turns == last else 1
+                last = turns
+                most = max(most, seen)
+                if events == 20_000:
+                    break
+        finally:
+            ticker.cancel()
+            await api.aclose()
+        return most
+
+    with api_server(None, flood) as url:
+        most = asyncio.run(most_between_turns())
+    assert most <= 2 * client.WATCH_TURN_EVENTS, most
 
 
 # --- hostile kubeconfigs and exec plugins ------------------------------------------------------

@@ -74,6 +74,13 @@ MAX_OFFERED = 280
 WATCH_READ_GRACE = 30.0
 #: an error's body is read only for its Status message
 MAX_ERROR_BODY = 64 * 1024
+#: a watch hands the event loop its turn after this many events, or this many bytes of them:
+#: what the stream holds already is read without the loop running (asyncio's StreamReader
+#: returns it at once), so a server flooding events held the loop for a whole socket read
+#: (256 KiB: ~2,500 events, 0.1-0.2 s, many times that on a loaded machine) and the deadline
+#: with it
+WATCH_TURN_EVENTS = 100
+WATCH_TURN_BYTES = 64 * 1024
 
 
 class ApiError(Exception):
@@ -251,7 +258,12 @@ class Api:
             if response.status_code == 410:
                 raise Gone()
             await self._check(response)
+            events = size = 0  # since the loop's last turn
             async for line in _lines(response, MAX_ANSWER, path):
+                events, size = events + 1, size + len(line)
+                if events >= WATCH_TURN_EVENTS or size >= WATCH_TURN_BYTES:
+                    await asyncio.sleep(0)
+                    events = size = 0
                 if not line.strip():
                     continue
                 try:
