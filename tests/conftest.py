@@ -69,10 +69,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
 
 
-# --dist loadfile's longest units, longest first (junit times of a full run: 551, 364, 292 s)
-LONGEST_UNITS = ("tests/kinds/k8s/", "tests/test_bench.py", "tests/image/")
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``--dist loadfile`` (scripts/test), each test file runs on one worker, so that its
     module-scoped servers, virtualenvs and tallies are made once, as in a serial run; all of
@@ -88,25 +84,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     groups = ("tests/image/", "tests/kinds/k8s/") if _selects("k8s", config) else ("tests/image/",)
 
     class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        long_first = False
-
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             for group in groups:
                 if path.startswith(group):
                     return group
             return path
-
-        def _assign_work_unit(self, node: Any) -> None:
-            # xdist hands out the units with the most tests first; the benchmark is one test of
-            # six minutes and, handed out last, ran alone at the end (pytest 854 s of 2375 s
-            # test time on 4 workers). The longest units first, each on a worker of its own.
-            if not self.long_first:
-                self.long_first = True
-                for scope in reversed(LONGEST_UNITS):
-                    if scope in self.workqueue:
-                        self.workqueue.move_to_end(scope, last=False)
-            super()._assign_work_unit(node)
 
     return FileScheduling(config, log)
 
