@@ -85,6 +85,24 @@ def test_an_attempt_cut_short_by_the_deadline_keeps_the_last_reason(fake: MakeTa
     assert info.value.results[0].reason == "refused"  # answered once the deadline had passed
 
 
+def test_an_attempt_begun_after_the_deadline_says_no_attempt_finished(fake: MakeTarget) -> None:
+    """A process starved of CPU for longer than its timeout (seen on a loaded machine) starts
+    its first attempt after the deadline: that attempt did not hang for a negative time
+    ("timed out after -5.9s" was said)."""
+    timeout = 0.5
+    with pytest.raises(WaitTimeout) as info:
+        asyncio.run(
+            run(
+                [fake("a", "hang")],
+                timeout=timeout,
+                attempt_timeout=5,
+                backoff=FAST,
+                spent=timeout + 2,  # the loop ran 2 s after the deadline
+            )
+        )
+    assert info.value.results[0].reason == "no attempt finished yet"
+
+
 def test_each_attempt_is_bounded_by_the_attempt_timeout(fake: MakeTarget) -> None:
     events: list[Event] = []
     wait([fake("a", "hang", UP)], attempt_timeout=0.1, events=events)

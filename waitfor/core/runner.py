@@ -320,6 +320,8 @@ async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_St
 def _in_flight_reason(state: _State, now: float) -> str:
     """The last reason, or that the attempt cut off by the deadline was itself hanging."""
     waited = now - (state.attempt_began or now)
+    if waited <= 0:  # begun at the deadline or after it (a process starved of CPU): no hang
+        return state.reason
     named = state.activity.reason(now) if state.activity is not None else None
     if named is None and state.activity is not None and state.activity.reported is not None:
         return state.reason  # a watching check said what it knows meanwhile: that is the news
