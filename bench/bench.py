@@ -96,7 +96,7 @@ def main() -> None:
         else:
             print("bench: brokers skipped (RabbitMQ, Mosquitto or NATS missing)", file=sys.stderr)
         if k8s.available():
-            section("k8s", lambda: k8s.measure(wf, runs, trials, as_dict))
+            section("k8s", lambda: k8s.measure(wf, runs, trials, as_dict, args.quick))
         else:
             print("bench: k8s skipped (no lab: run scripts/k8s-lab-build)", file=sys.stderr)
     finally:
