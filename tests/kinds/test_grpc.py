@@ -315,3 +315,29 @@ def test_hostile_servers_are_not_ready_with_a_reason(
     with RawServer(reply) as port:
         (reason,) = reasons(f"grpc://127.0.0.1:{port}", timeout=1)
     assert reason.startswith(expected), reason
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [lambda h2c: h2c.ping(b"12345678"), lambda h2c: h2c.update_settings({})],
+    ids=["PING", "SETTINGS"],
+)
+def test_a_flood_of_frames_to_acknowledge_ends_the_attempt_on_its_count(
+    frame: Callable[[h2.connection.H2Connection], None],
+) -> None:
+    """Frames the client must acknowledge, for 10 s and never an answer: the attempt ends on
+    their count, not at the deadline (it held the probe and the CPU until then)."""
+
+    def flood(conn: socket.socket) -> None:
+        server, _ = h2_server(conn)
+        ends = time.monotonic() + 10
+        while time.monotonic() < ends:
+            for _ in range(100):
+                frame(server)
+            conn.sendall(server.data_to_send())
+
+    with RawServer(flood) as port, pytest.raises(WaitTimeout) as info:
+        wait_for(f"grpc://127.0.0.1:{port}", timeout=3, attempt_timeout=3, backoff=FAST)
+    (result,) = info.value.results
+    assert result.reason == "over 1000 HTTP/2 frames and no answer: a flood", result
+    assert result.attempts > 1, result  # each ended on the count, long before the deadline

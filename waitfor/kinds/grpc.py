@@ -55,6 +55,9 @@ CODES = (
 UNIMPLEMENTED, NOT_FOUND = CODES.index("UNIMPLEMENTED"), CODES.index("NOT_FOUND")
 #: the answer is two bytes of protobuf; anything much longer is not a health answer
 ANSWER_LIMIT = 16 * 1024
+#: frames the server may send before its answer ends: a health check's are a handful, while a
+#: server flooding PINGs or SETTINGS (each acknowledged) would hold the probe and the CPU
+FRAME_LIMIT = 1000
 STATUS_DIGITS = 10  # grpc-status is an int32 (0-16 in use): more digits is not gRPC
 MALFORMED_STATUS = -1  # a grpc-status that is not one
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -210,6 +213,7 @@ async def _call(
     body = bytearray()
     first = b""  # what the server said first, to name a server that is not HTTP/2
     spoke_http2 = False
+    frames = 0
     while True:
         data = await reader.read(65536)
         first = first or data
@@ -220,6 +224,9 @@ async def _call(
             raise _NoAnswer("the server closed the connection without answering")
         for event in connection.receive_data(data):
             spoke_http2 = True
+            frames += 1
+            if frames > FRAME_LIMIT:
+                raise _NoAnswer(f"over {FRAME_LIMIT} HTTP/2 frames and no answer: a flood")
             if isinstance(event, h2.events.ResponseReceived | h2.events.TrailersReceived):
                 _take_headers(answer, event.headers)
             elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream:
