@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 TESTS = Path(__file__).parent
+
+# The tests' Ctrl-C is a user's at a terminal: a suite started as a script's background job
+# (SIGINT ignored, which its children inherit and waitfor keeps) still sends one that counts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: Support modules whose use needs root (network or PID namespaces, a private mount of
 #: /etc/resolv.conf with port 53), and the marks a test using them gets.

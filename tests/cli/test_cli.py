@@ -288,14 +288,20 @@ def test_a_hangup_before_the_command_ends_the_wait_and_the_command_never_runs(
     assert not marker.exists()
 
 
-def test_nohup_keeps_waitfor_and_its_command_deaf_to_hangups(tmp_path: Path) -> None:
-    """An ignored SIGHUP (nohup) is the user's wish: the wait goes on through one, and the
-    command is started with it still ignored (its own SIGHUP state said by /proc)."""
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+def test_an_interrupt_ignored_at_start_stays_ignored_in_waitfor_and_its_command(
+    ignored: signal.Signals,
+) -> None:
+    """An ignored SIGHUP (nohup) or SIGINT (a job a script started in the background, which
+    the script's Ctrl-C must not end) is the user's wish: the wait goes on through one, and the
+    command is started with it still ignored (its own state said by /proc). A SIGINT was
+    ignored only until waitfor's handlers were in place, then taken over."""
     port = free_port()
     command = ("sh", "-c", 'grep "^SigIgn" /proc/self/status')
     waiting = (sys.executable, "-m", "waitfor", "-t", "60", f"tcp://127.0.0.1:{port}")
+    trap = f'trap "" {ignored.name.removeprefix("SIG")}; exec "$@"'
     proc = subprocess.Popen(
-        ["sh", "-c", 'trap "" HUP; exec "$@"', "sh", *waiting, "--", *command],
+        ["sh", "-c", trap, "sh", *waiting, "--", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -303,7 +309,7 @@ def test_nohup_keeps_waitfor_and_its_command_deaf_to_hangups(tmp_path: Path) -> 
     try:
         assert proc.stderr is not None
         proc.stderr.readline()  # the wait has begun
-        proc.send_signal(signal.SIGHUP)
+        proc.send_signal(ignored)
         time.sleep(0.3)
         assert proc.poll() is None  # still waiting
         with tcp_listener(port):
@@ -312,7 +318,7 @@ def test_nohup_keeps_waitfor_and_its_command_deaf_to_hangups(tmp_path: Path) -> 
         proc.kill()
         proc.wait()
     assert proc.returncode == 0, err
-    assert int(out.split()[1], 16) >> (signal.SIGHUP - 1) & 1  # ignored in the command too
+    assert int(out.split()[1], 16) >> (ignored - 1) & 1  # ignored in the command too
 
 
 def test_json_output_has_one_object_per_line(closed_port: int) -> None:

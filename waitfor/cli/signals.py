@@ -9,7 +9,9 @@ and installs waitfor's handlers first; only the interpreter's own start-up prece
 
 The handlers raise :class:`Signalled`, a BaseException: no ``except Exception`` on the way (a
 plugin's import, a library's retry loop) can swallow it. The command turns it into exit
-130/143/129. A SIGHUP ignored when waitfor started (``nohup``) stays ignored: the user asked for it.
+130/143/129. An interrupt ignored when waitfor started (``nohup``'s SIGHUP, the SIGINT of a job a
+script started in the background) stays ignored, as :mod:`waitfor.__main__` leaves it from the
+first moment: the user asked for it.
 Python itself swallows what a weakref callback or a ``__del__`` raises (a signal landing while
 an import's module lock is collected, say): such a signal is kept (:func:`pending`) instead of
 printed, and the command asks for it where the wait would go on (:func:`raise_pending`).
@@ -25,7 +27,7 @@ from types import FrameType
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: interrupts ignored when waitfor started (a background job's SIGINT): the command inherits that
 INHERITED_IGNORED: list[signal.Signals] = []
-#: the interrupts waitfor ends on: all but a SIGHUP ``nohup`` ignored, which waitfor ignores too
+#: the interrupts waitfor ends on: those not inherited ignored, which waitfor ignores too
 HANDLED: list[signal.Signals] = []
 _installed: list[bool] = []
 #: every interrupt the handlers raised, in order: one Python swallowed is still known here.
@@ -50,7 +52,7 @@ def install() -> None:
     if _installed:
         return
     INHERITED_IGNORED[:] = [s for s in INTERRUPTS if signal.getsignal(s) is signal.SIG_IGN]
-    HANDLED[:] = [s for s in INTERRUPTS if s != signal.SIGHUP or s not in INHERITED_IGNORED]
+    HANDLED[:] = [s for s in INTERRUPTS if s not in INHERITED_IGNORED]
     for signum in HANDLED:
         signal.signal(signum, interrupt)
     sys.unraisablehook = _unraisable
