@@ -180,19 +180,32 @@ def selection(
     minimum: int,
     missing_ready: bool = False,
 ) -> Judge:
+    # Each object's verdict while it is the same object: a watch event changes one, and
+    # judging every one at every event was milliseconds per event for thousands of pods.
+    known: dict[str, tuple[Json, Verdict]] = {}
+
     def judge(state: dict[str, Json]) -> Verdict:
+        if len(known) > 2 * len(state):  # objects deleted since: not kept
+            for gone in known.keys() - state.keys():
+                del known[gone]
         if not state:
             return missing(f"no {plural} match {selector}", missing_ready)
-        verdicts = {name: rule(obj) for name, obj in sorted(state.items())}
-        count = sum(1 for verdict in verdicts.values() if verdict.ready)
+        count = 0
+        waiting: tuple[str, Verdict] | None = None  # the first not ready, by name
+        for name, obj in state.items():
+            seen = known.get(name)
+            if seen is None or seen[0] is not obj:
+                seen = known[name] = (obj, rule(obj))
+            verdict = seen[1]
+            if verdict.ready:
+                count += 1
+            elif waiting is None or name < waiting[0]:
+                waiting = (name, verdict)
         shown = f"{count}/{len(state)} {plural} ready" + (
             f" (min {minimum})" if minimum != 1 else ""
         )
         if count >= minimum:
             return Verdict(True, shown)
-        waiting = (
-            next((n, v) for n, v in verdicts.items() if not v.ready) if count < len(state) else None
-        )
         if waiting is not None:
             shown += f"; {waiting[0]}: {waiting[1].reason}"
         return Verdict(False, shown)
