@@ -110,6 +110,15 @@ def test_each_attempt_is_bounded_by_the_attempt_timeout(fake: MakeTarget) -> Non
     assert reasons == ["timed out after 0.1s"]
 
 
+def test_an_attempt_cut_off_late_says_the_attempt_timeout(fake: MakeTarget) -> None:
+    """The event loop woken late (a loaded machine) ends the attempt after its time: the reason
+    says the time it was given, as the checks' own timeouts do, not "0.6s" for 0.3 s."""
+    events: list[Event] = []
+    wait([fake("a", "stall", UP)], attempt_timeout=0.3, events=events)
+    reasons = [e.reason for e in events if e.type is EventType.NOT_READY]
+    assert reasons == ["timed out after 0.3s"]
+
+
 def test_an_attempt_cut_off_says_what_it_waited_for(fake: MakeTarget) -> None:
     events: list[Event] = []
     wait([fake("a", "greeting", UP)], attempt_timeout=0.1, events=events)

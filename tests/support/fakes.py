@@ -49,6 +49,9 @@ class FakeCheck(Check[Options]):
         if outcome == "half":  # watches for half its budget (a k8s: attempt), then not ready
             await asyncio.sleep(deadline.budget / 2)
             return Outcome.down("watched")
+        if outcome == "stall":  # holds the event loop past its deadline, then hangs
+            time.sleep(deadline.left() + 0.25)  # noqa: ASYNC251 - blocking is the point
+            await asyncio.Event().wait()
         if outcome == "late":  # answers only after its budget, blocking so nothing can cancel it
             time.sleep(deadline.left() + 0.02)  # noqa: ASYNC251 - blocking is the point
             return Outcome.down("late answer")

@@ -218,8 +218,9 @@ class _Run:
                 outcome = await check.probe(deadline)
         except TimeoutError:
             named = state.activity.reason() or state.activity.reported
-            took = self.loop.time() - state.attempt_began
-            outcome = Outcome.down(named or f"timed out after {took:.1f}s")
+            # the attempt's length as allowed, as the checks say it: a loop woken late (a
+            # loaded machine) made it "0.4s" for an attempt timeout of 0.3 s
+            outcome = Outcome.down(named or f"timed out after {deadline.budget:.1f}s")
         except OSError as exc:
             # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
             # file or socket: not ready until siblings close theirs, never a crash.
