@@ -119,6 +119,25 @@ def test_an_attempt_cut_off_late_says_the_attempt_timeout(fake: MakeTarget) -> N
     assert reasons == ["timed out after 0.3s"]
 
 
+def test_a_probes_own_timeout_says_how_long_it_took(fake: MakeTarget) -> None:
+    """A probe's own TimeoutError (a step's bound) is not the attempt's: not "5.0s" for 0.05 s."""
+    events: list[Event] = []
+    wait([fake("a", "own timeout", UP)], attempt_timeout=5, events=events)
+    [reason] = [e.reason for e in events if e.type is EventType.NOT_READY]
+    took = float(reason.removeprefix("timed out after ").removesuffix("s"))
+    assert took < 1.0, reason
+
+
+def test_an_attempt_in_flight_at_the_deadline_past_its_own_says_its_own(
+    fake: MakeTarget,
+) -> None:
+    """The loop woken late past the attempt's deadline and the wait's: the attempt waited its
+    0.3 s, not until the wait's deadline (0.5 s)."""
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("a", "stall")], timeout=0.5, attempt_timeout=0.3)
+    assert info.value.results[0].reason == "timed out after 0.3s"
+
+
 def test_an_attempt_cut_off_says_what_it_waited_for(fake: MakeTarget) -> None:
     events: list[Event] = []
     wait([fake("a", "greeting", UP)], attempt_timeout=0.1, events=events)

@@ -20,7 +20,8 @@ from waitfor.net.activity import waiting_on
 class Behaviour:
     """Outcomes to return in turn (the last repeats); "hang" awaits forever, "greeting" too but
     says it waits for a greeting, "late" answers after its budget has run out, "half" is not
-    ready after half its budget."""
+    ready after half its budget, "stall" holds the event loop past its budget then hangs,
+    "own timeout" raises TimeoutError of its own after 50 ms."""
 
     outcomes: list[Outcome | str]
     probes: int = 0
@@ -52,6 +53,9 @@ class FakeCheck(Check[Options]):
         if outcome == "stall":  # holds the event loop past its deadline, then hangs
             time.sleep(deadline.left() + 0.25)  # noqa: ASYNC251 - blocking is the point
             await asyncio.Event().wait()
+        if outcome == "own timeout":  # a step's own bound, shorter than the attempt's
+            await asyncio.sleep(0.05)
+            raise TimeoutError
         if outcome == "late":  # answers only after its budget, blocking so nothing can cancel it
             time.sleep(deadline.left() + 0.02)  # noqa: ASYNC251 - blocking is the point
             return Outcome.down("late answer")

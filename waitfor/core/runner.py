@@ -42,6 +42,7 @@ class _State:
     ready_at: float | None = None
     reason: str = "no attempt finished yet"
     attempt_began: float | None = None  # set while an attempt is in flight
+    attempt_ends: float = math.inf  # that attempt's own deadline
     activity: activity.Activity | None = None  # what the attempt in flight waits on
     steady_since: float | None = None  # --stable: when its unbroken run of ready answers began
 
@@ -206,6 +207,7 @@ class _Run:
         budget = min(self.attempt_timeout - (now - state.attempt_began), self.remaining())
         # the attempt's whole length, the synchronous part of a continued one included
         deadline = Deadline(now + budget, now + budget - state.attempt_began)
+        state.attempt_ends = deadline.at
         state.activity = activity.track(
             carried=now - state.attempt_began, on_report=lambda said: self.reported(state, said)
         )
@@ -213,14 +215,16 @@ class _Run:
             # The synchronous first attempt took the wait's whole time: this probe would
             # only run past the deadline (importing its client, httpx's ~0.1 s) for nothing.
             await asyncio.Event().wait()  # the deadline's cancellation is due
+        cutoff = asyncio.timeout_at(deadline.at)
         try:
-            async with asyncio.timeout_at(deadline.at):
+            async with cutoff:
                 outcome = await check.probe(deadline)
         except TimeoutError:
             named = state.activity.reason() or state.activity.reported
-            # the attempt's length as allowed, as the checks say it: a loop woken late (a
-            # loaded machine) made it "0.4s" for an attempt timeout of 0.3 s
-            outcome = Outcome.down(named or f"timed out after {deadline.budget:.1f}s")
+            # Cut off here: the length it was given, as the checks say theirs (a loop woken
+            # late on a loaded machine made it "0.4s" for 0.3 s); a probe's own timeout: its.
+            took = deadline.budget if cutoff.expired() else self.loop.time() - state.attempt_began
+            outcome = Outcome.down(named or f"timed out after {took:.1f}s")
         except OSError as exc:
             # Out of descriptors (a low ulimit -n, many targets) wherever a check opens a
             # file or socket: not ready until siblings close theirs, never a crash.
@@ -320,7 +324,8 @@ async def _first_ready(tasks: Sequence[asyncio.Task[None]], states: Sequence[_St
 
 def _in_flight_reason(state: _State, now: float) -> str:
     """The last reason, or that the attempt cut off by the deadline was itself hanging."""
-    waited = now - (state.attempt_began or now)
+    # no longer than its own deadline: a loop woken late has not made it wait longer
+    waited = min(now, state.attempt_ends) - (state.attempt_began or now)
     if waited <= 0:  # begun at the deadline or after it (a process starved of CPU): no hang
         return state.reason
     named = state.activity.reason(now) if state.activity is not None else None
