@@ -185,7 +185,7 @@ def selection(
     known: dict[str, tuple[Json, Verdict]] = {}
 
     def judge(state: dict[str, Json]) -> Verdict:
-        if len(known) > 2 * len(state):  # objects deleted since: not kept
+        if len(known) > len(state) + 64:  # objects deleted since: not kept
             for gone in known.keys() - state.keys():
                 del known[gone]
         if not state:
