@@ -55,8 +55,9 @@ CODES = (
 UNIMPLEMENTED, NOT_FOUND = CODES.index("UNIMPLEMENTED"), CODES.index("NOT_FOUND")
 #: the answer is two bytes of protobuf; anything much longer is not a health answer
 ANSWER_LIMIT = 16 * 1024
-#: frames the server may send before its answer ends: a health check's are a handful, while a
-#: server flooding PINGs or SETTINGS (each acknowledged) would hold the probe and the CPU
+#: frames (h2's events, about one a frame) the server may send before its answer ends: a health
+#: check's are 10-15, while a flood of PINGs or SETTINGS (each acknowledged) would hold the
+#: probe and the CPU until the attempt's deadline
 FRAME_LIMIT = 1000
 STATUS_DIGITS = 10  # grpc-status is an int32 (0-16 in use): more digits is not gRPC
 MALFORMED_STATUS = -1  # a grpc-status that is not one
