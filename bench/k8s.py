@@ -52,7 +52,9 @@ def measure(wf: str, runs: int, trials: int, as_dict: Any, quick: bool = False) 
                 ),
                 # the smoke test's: a few waiters for seconds (100 for minutes loaded the
                 # machine its neighbours' deadline tests ran on)
-                "many_waiters": many_waiters(plane, namespace, wf, *QUICK_CROWD if quick else ()),
+                "many_waiters": many_waiters(
+                    plane, namespace, wf, **(QUICK_CROWD if quick else {})
+                ),
             }
 
 
@@ -199,8 +201,8 @@ def _requests(plane: lab.ControlPlane, resource: str) -> float:
     return total
 
 
-#: many_waiters' waiters, loops, window and settling time in the smoke test (bench --quick)
-QUICK_CROWD = (4, 2, 10.0, 5.0)
+#: many_waiters' crowd in the smoke test (bench --quick)
+QUICK_CROWD: dict[str, Any] = {"waiters": 4, "loops": 2, "window": 10.0, "settle": 5.0}
 
 
 def many_waiters(
@@ -238,7 +240,12 @@ def many_waiters(
         f"until [ \"$({kubectl} get job {name} -o jsonpath='{complete}')\" = True ]; "
         "do sleep 2; done"
     )
-    result: dict[str, Any] = {"waiters": waiters, "loops": loops, "window_s": window}
+    result: dict[str, Any] = {
+        "waiters": waiters,
+        "loops": loops,
+        "window_s": window,
+        "settle_s": settle,
+    }
     before = _requests(plane, "jobs")
     started = [Tool("waitfor", [wf, "-q", "-t", "30m", f"k8s:job/{name}"]).popen()]
     started += [

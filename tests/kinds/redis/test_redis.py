@@ -122,8 +122,8 @@ def test_loading_after_a_restart_with_a_dataset(redis: MakeServer) -> None:
     server.cli("DEBUG", "POPULATE", "80000", "key", "16")
     assert server.cli("SAVE") == "OK"
     server.stop()
-    # 25 us a key (slept as ~100 us): ~8 s of -LOADING on any machine (200,000 keys were 28 s
-    # of the test); answering clients every KiB loaded.
+    # 25 us a key (slept as 25-100 us by the kernel's timers): 2-8 s of -LOADING (200,000 keys
+    # were 28 s of the test); answering clients every KiB loaded.
     server.settings += ["--key-load-delay", "25", "--loading-process-events-interval-bytes", "1024"]
     server.start()
     url = f"redis://127.0.0.1:{server.port}"
