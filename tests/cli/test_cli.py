@@ -294,8 +294,8 @@ def test_an_interrupt_ignored_at_start_stays_ignored_in_waitfor_and_its_command(
 ) -> None:
     """An ignored SIGHUP (nohup) or SIGINT (a job a script started in the background, which
     the script's Ctrl-C must not end) is the user's wish: the wait goes on through one, and the
-    command is started with it still ignored (its own state said by /proc). A SIGINT was
-    ignored only until waitfor's handlers were in place, then taken over."""
+    command is started with it still ignored (its own state said by /proc). A SIGINT used to
+    be ignored only until waitfor's handlers were in place, then taken over."""
     port = free_port()
     command = ("sh", "-c", 'grep "^SigIgn" /proc/self/status')
     waiting = (sys.executable, "-m", "waitfor", "-t", "60", f"tcp://127.0.0.1:{port}")

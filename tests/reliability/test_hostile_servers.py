@@ -50,11 +50,12 @@ GREETING = mysql_packet(
 
 
 @contextmanager
-def hostile_server(answer: bytes) -> Iterator[int]:
-    """Sends ``answer`` to every client, reads a little, then hangs up."""
+def hostile_server(answer: bytes, listen: float = 0.2) -> Iterator[int]:
+    """Sends ``answer`` to every client, reads a little (up to ``listen`` seconds for the client's
+    first words), then hangs up."""
 
     def say(conn: socket.socket) -> None:
-        conn.settimeout(0.2)
+        conn.settimeout(listen)
         conn.sendall(answer)
         conn.recv(4096)
 
@@ -149,7 +150,8 @@ def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
     one line per target, no traceback."""
     greetings = malformed_greetings()
     with contextlib.ExitStack() as stack:
-        ports = [stack.enter_context(hostile_server(greeting)) for greeting in greetings]
+        # the client's login read before the hang-up (one coming after 0.2 s met a reset)
+        ports = [stack.enter_context(hostile_server(g, listen=5)) for g in greetings]
         run = subprocess.run(
             [sys.executable, "-m", "waitfor", "-t", "8", "-q"]
             + [f"mysql://u:pw-x9@127.0.0.1:{port}/#mode=query" for port in ports],
@@ -167,14 +169,10 @@ def test_query_mode_on_malformed_greetings_through_the_cli() -> None:
             reason = in_flight[1]  # one more attempt was under way at the deadline
         reasons.add(reason)
     # Cut greetings PyMySQL can still log in with meet the peer's hang-up; no attempt is stuck.
-    # A reset, not an end of stream, where the login came after the peer stopped reading (its
-    # 0.2 s, a loaded machine).
     assert reasons <= {
         "not a MySQL server (malformed greeting)",
         "not a MySQL server (malformed packet during the login)",
         "Lost connection to MySQL server during query (2013)",
-        "Lost connection to MySQL server during query"
-        " ([Errno 104] Connection reset by peer) (2013)",
         *(
             f"not a MySQL server (its greeting is protocol {n}, not protocol 10)"
             for n in range(256)
