@@ -85,6 +85,14 @@ def test_an_attempt_cut_short_by_the_deadline_keeps_the_last_reason(fake: MakeTa
     assert info.value.results[0].reason == "refused"  # answered once the deadline had passed
 
 
+def test_an_inverted_wait_takes_no_answer_after_the_deadline_for_down(fake: MakeTarget) -> None:
+    """Seen in CI: tcp --invert's connect, cut off at the deadline, said "timed out after 0.0s"
+    and the port still open counted as closed."""
+    with pytest.raises(WaitTimeout) as info:
+        wait([fake("a", UP, "late")], timeout=0.3, invert=True)
+    assert info.value.results[0].reason == "still up, up"
+
+
 def test_an_attempt_begun_after_the_deadline_says_no_attempt_finished(fake: MakeTarget) -> None:
     """A process starved of CPU for longer than its timeout (seen on a loaded machine) starts
     its first attempt after the deadline: that attempt did not hang for a negative time

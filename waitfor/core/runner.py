@@ -231,9 +231,9 @@ class _Run:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
             outcome = Outcome.down(describe_os_error(exc))
-        if outcome.ready == self.invert and not outcome.permanent and self.remaining() <= 0:
-            # Cut short by the deadline, not a finding: keep the last reason and let the
-            # deadline's cancellation, already due, end the wait.
+        if not outcome.permanent and self.remaining() <= 0 and (self.invert or not outcome.ready):
+            # Cut short by the deadline, not a finding (inverted: a connect timed out is no
+            # port closed): keep the last reason; the deadline's cancellation is due.
             await asyncio.Event().wait()
         state.attempt_began = None
         return outcome
