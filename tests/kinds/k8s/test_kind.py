@@ -369,7 +369,8 @@ def test_frozen_api_server_mid_watch_the_deadline_holds(
 ) -> None:
     began = time.monotonic()
     waiter = Waiter(env, "-t", "4", "k8s:job/absent")
-    running_soon(waiter)
+    # its first attempt has answered (a second's sleep was not always enough on a loaded machine)
+    waiter.said(f"job {namespace}/absent not found", timeout=3)
     with control_plane.frozen():  # connections open, nothing answers
         code, out = waiter.result(timeout=30)
         took = time.monotonic() - began
