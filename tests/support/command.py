@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -82,3 +83,30 @@ def run_timed(
         ended = time.monotonic()
     done = subprocess.CompletedProcess(command, proc.returncode, out, "".join(err))
     return done, ended - (first[0] if first else began)
+
+
+def until_said(
+    text: str, *args: str, env: dict[str, str] | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    """``waitfor ARGS`` (as :func:`waitfor` runs it) until a line on stderr holds ``text``, then
+    SIGTERM: a reason tested without waiting out a deadline a starved interpreter may miss."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "waitfor", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    ) as proc:
+        assert proc.stderr is not None
+        timer = threading.Timer(timeout, proc.kill)  # never said: the test fails, not hangs
+        timer.start()
+        lines = []
+        try:
+            for line in proc.stderr:
+                lines.append(line)
+                if text in line:
+                    proc.send_signal(signal.SIGTERM)
+            proc.wait()
+        finally:
+            timer.cancel()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "", "".join(lines))
