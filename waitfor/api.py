@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from waitfor.base.backoff import MIN_DELAY, Backoff
+from waitfor.base.typing_lite import TYPE_CHECKING, ParamSpec, TypeVar
 from waitfor.core.durations import MAX_SECONDS, parse_duration
 from waitfor.core.events import Event, EventHandler, TargetResult
 from waitfor.core.targets import Target, parse_target
@@ -25,6 +25,7 @@ from waitfor.errors import UsageError, WaitTimeout
 
 if TYPE_CHECKING:
     import logging
+    from typing import Any
 
     from waitfor.cli.report import Reporter
     from waitfor.core.check import Check

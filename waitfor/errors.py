@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+
+from waitfor.base.typing_lite import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from waitfor.core.events import TargetResult
 
 

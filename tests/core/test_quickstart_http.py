@@ -153,6 +153,7 @@ def test_a_ready_http_run_imports_neither_httpx_nor_asyncio(
     assert result.returncode == 0, result.stderr
     assert "waitfor.kinds.http.wire" in imported
     assert not imported & {"asyncio", "ssl", "httpx", "h11", "email", "waitfor.core.runner"}
+    assert "typing" not in imported
 
 
 def test_a_quick_attempt_that_took_the_whole_timeout_ends_the_wait_at_it(tmp_path: Path) -> None:

@@ -488,7 +488,8 @@ def test_a_ready_https_run_imports_no_event_loop_and_no_codec(pki: Pki) -> None:
         "import os, sys\n"
         "from waitfor.cli import command as cli\n"
         "def listed(code):\n"  # the command ends with os._exit: no atexit
-        "    names = ('asyncio', 'httpx', 'h11', 'encodings.idna', 'ssl', 'waitfor.core.runner')\n"
+        "    names = ('asyncio', 'httpx', 'h11', 'encodings.idna', 'ssl', 'typing',\n"
+        "             'waitfor.core.runner')\n"
         "    os.write(1, repr(sorted(n for n in names if n in sys.modules)).encode())\n"
         "    real(code)\n"
         "real, os._exit = os._exit, listed\n"

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Any, ClassVar
 
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
 if TYPE_CHECKING:
     import asyncio
+    from typing import Any, ClassVar
 
 #: instructions in the compiled program; health-check patterns use a few dozen
 MAX_PROGRAM_SIZE = 5000

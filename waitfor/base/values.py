@@ -13,7 +13,12 @@ equality and hashing leave out (a target's secrets).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, dataclass_transform, get_origin
+import sys
+
+from waitfor.base.typing_lite import TYPE_CHECKING, dataclass_transform
+
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 
 @dataclass_transform(eq_default=True, frozen_default=True)
@@ -91,4 +96,7 @@ class Value:
 def _is_class_var(annotation: Any) -> bool:
     if isinstance(annotation, str):  # from __future__ import annotations
         return annotation.removeprefix("typing.").partition("[")[0].strip() == "ClassVar"
-    return annotation is ClassVar or get_origin(annotation) is ClassVar
+    typing = sys.modules.get("typing")  # not imported: no annotation can be a ClassVar
+    if typing is None:
+        return False
+    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar

@@ -19,10 +19,10 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, NoReturn
 
 from waitfor import api
 from waitfor.base.backoff import Backoff
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.cli import termination
 from waitfor.cli.reading import (
     DEFAULTS,
@@ -53,6 +53,9 @@ from waitfor.cli.stdio import flush_stdio, harden_stdio
 from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.net.errors import describe_os_error
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 DURATIONS = tuple(option.name for option in OPTIONS if option.value == DURATION)
 #: the words quick_params reads: flags, and options followed by their value

@@ -4,9 +4,12 @@ handlers first (:mod:`.signals`, the standard library's ``signal`` only), then t
 from __future__ import annotations
 
 import os
-from typing import NoReturn
 
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.cli.signals import install, signalled_in
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def run() -> NoReturn:

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
 
 from waitfor.base.backoff import MIN_DELAY
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.cli import termination
 from waitfor.cli.report import OUTPUTS, error_line
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 #: how an option's value is read (click's type for it, in :mod:`.clickparse`)
 DURATION = "duration"  # 90, 90s, 5m: seconds (a float)

@@ -10,9 +10,9 @@ A reason always comes last, after a colon, never in parentheses: it may hold its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
 
 from waitfor.base.bucket import TokenBucket
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.events import Event, EventType, TargetResult
 from waitfor.core.pacing import (
     DAY,
@@ -25,6 +25,9 @@ from waitfor.core.pacing import (
 )
 from waitfor.core.pacing import attempts as _attempts
 from waitfor.core.targets import Target
+
+if TYPE_CHECKING:
+    from typing import TextIO
 
 OUTPUTS = ("auto", "text", "tty", "json", "quiet")
 

@@ -13,7 +13,11 @@ import contextlib
 import io
 import os
 import sys
-from typing import TextIO
+
+from waitfor.base.typing_lite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TextIO
 
 STD_FDS = (0, 1, 2)
 

@@ -7,15 +7,17 @@ registry, first attempt) imports them from here.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from waitfor.base import redaction, urls
 from waitfor.base.deadline import Deadline
 from waitfor.base.options import OptionPairs, Options, reject_unknown
 from waitfor.base.outcome import Outcome
+from waitfor.base.typing_lite import TYPE_CHECKING, Generic, TypeVar, cast
 from waitfor.base.values import Value
 
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from waitfor.core.target import Target
 
 

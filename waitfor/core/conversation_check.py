@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 from waitfor.base import urls
 from waitfor.base.options import OptionPairs, choice, reject_unknown
 from waitfor.base.outcome import Outcome
+from waitfor.base.typing_lite import TYPE_CHECKING, TypeVar, cast
 from waitfor.base.values import Value
 from waitfor.core.check import Check
 from waitfor.net import tls
@@ -28,6 +28,7 @@ from waitfor.net.errors import describe_os_error
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Generator
+    from typing import ClassVar
 
     from waitfor.base.deadline import Deadline
     from waitfor.base.urlsplit import SplitResult

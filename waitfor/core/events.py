@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
 if TYPE_CHECKING:

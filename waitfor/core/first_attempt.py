@@ -18,15 +18,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from waitfor.base import sanitize
 from waitfor.base.deadline import Deadline
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.check import Check
 from waitfor.core.events import Event, EventHandler, EventType, TargetResult
 from waitfor.core.registry import check_class
 from waitfor.core.target import Target
 from waitfor.errors import UsageError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the variable that scales :data:`QUICK_BUDGET`, read once, here: for a process slowed down as a
 #: whole (valgrind's ~50x, a test of what a ready target imports on a loaded machine), which

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from waitfor.base.bucket import TokenBucket
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.events import Event, EventType
 
 if TYPE_CHECKING:

@@ -17,11 +17,13 @@ from __future__ import annotations
 import re
 from functools import cache
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from waitfor.base.deadline import Deadline
     from waitfor.core.check import Check
 

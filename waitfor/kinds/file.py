@@ -22,9 +22,9 @@ import os
 import stat
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
 
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -39,6 +39,7 @@ from waitfor.net.errors import describe_os_error
 
 if TYPE_CHECKING:
     import asyncio
+    from typing import ClassVar
 
     from waitfor.kind import Deadline, Pattern
 

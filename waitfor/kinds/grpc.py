@@ -17,9 +17,9 @@ import re
 import struct
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -36,6 +36,8 @@ from waitfor.net import tls
 from waitfor.net.varint import varint
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from waitfor.kind import Deadline
 
 if TYPE_CHECKING:  # asyncio, ssl and the shared connect helper are imported when probing

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port, urls
+from waitfor.kind import (
+    TYPE_CHECKING,
+    Address,
+    Check,
+    Options,
+    Outcome,
+    describe_os_error,
+    host_port,
+    urls,
+)
 
 if TYPE_CHECKING:
     import _socket

@@ -9,9 +9,8 @@ probe is one non-blocking ``connect``.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
-from waitfor.kind import Address, Check, Options, Outcome, unquote
+from waitfor.kind import TYPE_CHECKING, Address, Check, Options, Outcome, unquote
 from waitfor.net.unixsock import NotAccepted, connected
 
 if TYPE_CHECKING:

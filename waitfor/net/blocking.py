@@ -18,14 +18,16 @@ import _socket
 import errno
 import math
 import select
-from typing import TYPE_CHECKING, Any
+
+from waitfor.base.typing_lite import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import socket
+    from typing import Any
 
     from waitfor.base.deadline import Deadline
 
-AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockaddr
+    AddrInfo = tuple[int, int, int, tuple[Any, ...]]  # family, type, proto, sockaddr
 
 
 def connect(host: str, port: int, deadline: Deadline) -> _socket.socket | None:

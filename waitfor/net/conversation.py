@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
 from waitfor.base.outcome import Outcome
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 from waitfor.net.errors import TlsError, tls_failure
 from waitfor.net.tls import server_name

@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import Any
 
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
+
+if TYPE_CHECKING:
+    from typing import Any
 
 HOSTS = "/etc/hosts"
 HOSTS_READ = 4 * 1024 * 1024  # bytes of /etc/hosts read: a bound on a first attempt's time
@@ -227,7 +230,8 @@ def addresses_in_answer(
     for any other name are ignored. ``rrsets``: each set in its order of first appearance, as
     (owner, ``"CNAME"`` with its targets | ``"ASKED"`` with its records | ``""``, items); names
     are compared with ``==`` (the drivers' names compare case-insensitively)."""
-    expected, records = qname, list[Any]()
+    expected = qname
+    records: list[Any] = []
     for owner, kind, items in rrsets:
         if kind == "CNAME" and items:
             expected = items[-1]

@@ -18,9 +18,9 @@ from __future__ import annotations
 import errno
 import os
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING
 
 from waitfor.base.options import OptionPairs, flag, single
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
 if TYPE_CHECKING:

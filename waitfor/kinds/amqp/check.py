@@ -14,9 +14,14 @@ RabbitMQ logs each ping as a connection closed during the handshake.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
+from waitfor.kind import (
+    TYPE_CHECKING,
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    host_port,
+    urls,
+)
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from waitfor.kind import (
     MASK,
+    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome, Value
+from waitfor.kind import TYPE_CHECKING, Outcome, Value
 
 if TYPE_CHECKING:
     from waitfor.kind import Pattern

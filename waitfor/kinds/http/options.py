@@ -6,9 +6,7 @@ the front module imports both.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from waitfor.kind import Value
+from waitfor.kind import TYPE_CHECKING, Value
 from waitfor.net import tls
 
 if TYPE_CHECKING:

@@ -25,9 +25,8 @@ time. The runner's attempt then asks again through httpx, and says why.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome
+from waitfor.kind import TYPE_CHECKING, Outcome
 from waitfor.kinds.http.judge import BODY_LIMIT, Search, advance, judge, values_of
 from waitfor.net import blocking, conversation  # with the kind: the attempt's budget is for I/O
 from waitfor.net.conversation import Closed, Read, ReadLine, Send

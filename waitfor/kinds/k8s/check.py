@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,

@@ -9,15 +9,18 @@ found before, and given).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from waitfor.kind import TYPE_CHECKING
 from waitfor.kinds.k8s import kstatus, ready
 from waitfor.kinds.k8s.ready import Verdict
 from waitfor.kinds.k8s.spec import K8sOptions, Spec
 from waitfor.net.k8s.resource import Resource
 
-Json = dict[str, Any]
-Judge = Callable[[dict[str, Json]], Verdict]  # every object listed, by name -> the verdict
+if TYPE_CHECKING:
+    from typing import Any
+
+    Json = dict[str, Any]
+    Judge = Callable[[dict[str, Json]], Verdict]  # every object listed, by name -> the verdict
 
 #: the endpoints APIs, the first a server serves wins (EndpointSlice v1 is 1.21+)
 ENDPOINTS = (

@@ -14,9 +14,8 @@ an answer whose ``kind`` is not that type's list — returns None, and the watch
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from waitfor.kind import Outcome, sanitize
+from waitfor.kind import TYPE_CHECKING, Outcome, sanitize
 from waitfor.kinds.k8s import plan as plans
 from waitfor.kinds.k8s.ready import Verdict
 from waitfor.kinds.k8s.spec import K8sOptions, Spec

@@ -11,9 +11,14 @@ The protocol itself lives in :mod:`.wire`, imported when a probe runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
+from waitfor.kind import (
+    TYPE_CHECKING,
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    host_port,
+    urls,
+)
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation

@@ -15,9 +15,14 @@ whatever it thinks of the login.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
+from waitfor.kind import (
+    TYPE_CHECKING,
+    Address,
+    ConversationCheck,
+    ConversationOptions,
+    host_port,
+    urls,
+)
 
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation

@@ -23,9 +23,9 @@ with ssl-mode REQUIRED or stricter it does not even send the password's scramble
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,

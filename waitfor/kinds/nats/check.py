@@ -13,10 +13,9 @@ a server without them. ``ping`` is ready on the server's ``INFO``: no credential
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from waitfor.kind import (
     MASK,
+    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Generator
-from typing import Any
 
 from waitfor import __version__
-from waitfor.kind import Outcome, ProtocolError
+from waitfor.kind import TYPE_CHECKING, Outcome, ProtocolError
 from waitfor.net.conversation import (
     Conversation,
     Read,
@@ -18,6 +17,9 @@ from waitfor.net.conversation import (
     StartTls,
     Step,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PAYLOAD = 1024 * 1024  # the server's default max_payload
 MAX_LINE = 64 * 1024  # a protocol line (INFO lists cluster URLs, still far smaller)

@@ -23,9 +23,8 @@ import os
 import socket
 import time
 from enum import Enum
-from typing import TYPE_CHECKING, Any
 
-from waitfor.kind import Value, describe_os_error
+from waitfor.kind import TYPE_CHECKING, Value, describe_os_error
 from waitfor.kinds.postgres.conninfo import Endpoint, endpoints
 from waitfor.net.conversation import Closed, Flooded, Injected, Read, Send, StartTls
 from waitfor.net.errors import TlsError
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     import _socket
     import ssl
     from collections.abc import Callable
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     from waitfor.kind import Deadline
     from waitfor.net import aio, blocking

@@ -22,10 +22,9 @@ The protocol itself (RESP) and the conversation live in :mod:`.wire`, imported w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
 from waitfor.kind import (
     MASK,
+    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,
@@ -38,6 +37,8 @@ from waitfor.kind import (
 from waitfor.net import tls
 
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from waitfor.kind import Deadline, Pattern
     from waitfor.net.conversation import Conversation
 
