@@ -11,10 +11,10 @@ its share of the time left).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
 
 from waitfor.base import urls
 from waitfor.base.outcome import Outcome
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.urls import host_port
 from waitfor.base.values import Value
 

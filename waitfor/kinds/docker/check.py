@@ -16,12 +16,22 @@ every attempt, nor held in memory.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
-from waitfor.kind import Address, Check, OptionPairs, Outcome, Value, reject_unknown, single
+from waitfor.kind import (
+    TYPE_CHECKING,
+    Address,
+    Check,
+    OptionPairs,
+    Outcome,
+    Value,
+    reject_unknown,
+    single,
+)
 from waitfor.kinds.docker import ready
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from waitfor.kind import Deadline, Pattern
     from waitfor.kinds.docker.engine import Endpoint, Engine
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Iterator
-from typing import TYPE_CHECKING, Any
 
-from waitfor.kind import Value, sanitize, unquote
+from waitfor.kind import TYPE_CHECKING, Value, sanitize, unquote
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from waitfor.kind import Deadline
 
 #: where an engine listens when DOCKER_HOST is not set: Docker's socket, then rootful Podman's

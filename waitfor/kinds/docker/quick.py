@@ -9,11 +9,13 @@ left to the runner, which asks again through httpx and says why.
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING, Any
 
+from waitfor.kind import TYPE_CHECKING
 from waitfor.kinds.docker.engine import INSPECT_LIMIT, Endpoint
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from waitfor.kind import Deadline, Outcome
 
 

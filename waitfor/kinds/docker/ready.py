@@ -7,9 +7,10 @@ attempt (:mod:`.quick`) judge the same inspection here.
 
 from __future__ import annotations
 
-from typing import Any
+from waitfor.kind import TYPE_CHECKING, Outcome
 
-from waitfor.kind import Outcome
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def describe_state(container: dict[str, Any]) -> str:

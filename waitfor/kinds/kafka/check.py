@@ -15,9 +15,8 @@ With credentials in the URL the connection logs in first (SASL ``PLAIN``, or ``#
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,

@@ -20,9 +20,9 @@ dozens) are accepted and left alone; the password and secret-looking option valu
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from waitfor.kind import (
+    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,

@@ -12,19 +12,21 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Generator
-from typing import Any
 
 from waitfor import __version__
-from waitfor.kind import Outcome, ProtocolError
+from waitfor.kind import TYPE_CHECKING, Outcome, ProtocolError
 from waitfor.net.conversation import Conversation, Read, Send, Step
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    Document = dict[str, Any]
 
 OP_MSG = 2013
 CHECKSUM_PRESENT, MORE_TO_COME = 1, 2
 MAX_MESSAGE = 16 * 1024 * 1024  # a hello answer is a few kilobytes; servers allow 48 MB
 MAX_DEPTH = 100  # as the server's own BSON nesting limit
 COMMAND_NOT_FOUND = 59
-
-Document = dict[str, Any]
 
 
 def hello(found: list[Document]) -> Conversation:
