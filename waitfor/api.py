@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 
 from waitfor.base.backoff import MIN_DELAY, Backoff
-from waitfor.base.typing_lite import TYPE_CHECKING, ParamSpec, TypeVar
+from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.durations import MAX_SECONDS, parse_duration
 from waitfor.core.events import Event, EventHandler, TargetResult
 from waitfor.core.targets import Target, parse_target
@@ -38,8 +38,6 @@ DEFAULT_ATTEMPT_TIMEOUT = 5.0
 FIRST_ATTEMPT_ROOM = 1.0
 #: set while a wait runs on the event loop: the tasks it starts (its checks' requests) inherit it
 _IN_WAIT: ContextVar[bool] = ContextVar("waitfor_in_wait", default=False)
-P = ParamSpec("P")
-Result = TypeVar("Result")
 
 
 class Wait:
@@ -207,17 +205,25 @@ class Wait:
             self.log(event)
 
 
-def _same_parameters(
-    model: Callable[P, object],
-) -> Callable[[Callable[..., Result]], Callable[P, Result]]:
-    """``model``'s parameters for a function taking them as ``**keywords``: one declaration,
-    which editors (the ParamSpec) and help() (``__wrapped__``, which inspect follows) show."""
+async def wait_for_async(
+    *targets: str | Target,
+    timeout: float | str | None = DEFAULT_TIMEOUT,
+    attempt_timeout: float | str = DEFAULT_ATTEMPT_TIMEOUT,
+    invert: bool = False,
+    backoff: Backoff | None = None,
+    on_event: EventHandler | None = None,
+    reporter: Reporter | None = None,
+    defaults: Mapping[str, str | bool] | None = None,
+    stable: float | str = 0.0,
+    any_ready: bool = False,
+    interval: float | str | None = None,
+    delay: float | str = 0.0,
+) -> list[TargetResult]:
+    """Wait until every target is ready (``invert``: down), on the running event loop.
 
-    def declared(function: Callable[..., Result]) -> Callable[P, Result]:
-        function.__wrapped__ = model  # type: ignore[attr-defined]
-        return function
-
-    return declared
+    The parameters, the result and the errors are those of :func:`wait_for`.
+    """
+    return await _wait(targets, locals()).run()
 
 
 def wait_for(
@@ -278,18 +284,9 @@ def wait_for(
     return _wait(targets, locals()).run_sync()
 
 
-@_same_parameters(wait_for)
-async def wait_for_async(*targets: str | Target, **keywords: Any) -> list[TargetResult]:
-    """Wait until every target is ready (``invert``: down), on the running event loop.
-
-    The parameters, the result and the errors are those of :func:`wait_for`.
-    """
-    return await _wait(targets, keywords).run()
-
-
 def _wait(targets: Sequence[str | Target], parameters: dict[str, Any]) -> Wait:
-    """The :class:`Wait` of a call of :func:`wait_for` (given its ``locals()`` on entry) or
-    :func:`wait_for_async`: their parameters are Wait's (tests/cli/test_options.py), logging."""
+    """The :class:`Wait` of a call of :func:`wait_for` or :func:`wait_for_async`, given its
+    ``locals()`` on entry (its parameters, which are Wait's: tests/cli/test_options.py), logging."""
     keywords = {name: value for name, value in parameters.items() if name != "targets"}
     return Wait(*targets, **keywords, log=True)
 
