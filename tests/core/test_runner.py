@@ -93,6 +93,26 @@ def test_an_inverted_wait_takes_no_answer_after_the_deadline_for_down(fake: Make
     assert info.value.results[0].reason == "still up, up"
 
 
+def test_an_inverted_attempt_cut_off_at_the_deadline_is_no_down(
+    fake: MakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: a process stalled between an attempt's start and its budget (2 ms here, as the
+    budget is taken: the first look at the time left) gave the attempt a deadline short of
+    the wait's; cut off there, the hanging target counted as down."""
+    from waitfor.core import runner
+
+    real, looks = runner._Run.remaining, itertools.count()
+
+    def stalled(self: runner._Run, now: float | None = None) -> float:
+        if next(looks) == 0:
+            time.sleep(0.002)
+        return real(self, now)
+
+    monkeypatch.setattr(runner._Run, "remaining", stalled)
+    with pytest.raises(WaitTimeout):
+        wait([fake("a", "hang")], timeout=0.1, invert=True)
+
+
 def test_an_attempt_begun_after_the_deadline_says_no_attempt_finished(fake: MakeTarget) -> None:
     """A process starved of CPU for longer than its timeout (seen on a loaded machine) starts
     its first attempt after the deadline: that attempt did not hang for a negative time

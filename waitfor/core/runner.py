@@ -33,6 +33,9 @@ __all__ = ["Event", "EventHandler", "EventType", "TargetResult", "run"]
 
 #: an attempt still running at the deadline for this long is reported as hanging
 SLOW_ATTEMPT = 1.0
+#: an answer this close to the wait's deadline came with it (asyncio runs a timer up to its
+#: clock's resolution early): not a finding unless it is the ready one
+DEADLINE_SLACK = 0.001
 
 
 @dataclass
@@ -147,10 +150,10 @@ class _Run:
     def elapsed(self) -> float:
         return self.loop.time() - self.start
 
-    def remaining(self) -> float:
+    def remaining(self, now: float | None = None) -> float:
         if self.deadline is None:
             return math.inf
-        return max(self.deadline - self.loop.time(), 0.0)
+        return max(self.deadline - (self.loop.time() if now is None else now), 0.0)
 
     async def await_target(self, state: _State, check: Check[Any], quick: float | None) -> None:
         """Attempt until the target is ready (``invert``: down), backing off between attempts."""
@@ -204,7 +207,8 @@ class _Run:
         else:
             state.attempt_began = now
         # One deadline per attempt: enforced here, read by the probe and its connections.
-        budget = min(self.attempt_timeout - (now - state.attempt_began), self.remaining())
+        # from `now`, as the attempt's deadline is: one bounded by the wait's ends exactly at it
+        budget = min(self.attempt_timeout - (now - state.attempt_began), self.remaining(now))
         # the attempt's whole length, the synchronous part of a continued one included
         deadline = Deadline(now + budget, now + budget - state.attempt_began)
         state.attempt_ends = deadline.at
@@ -231,7 +235,8 @@ class _Run:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
             outcome = Outcome.down(describe_os_error(exc))
-        if not outcome.permanent and self.remaining() <= 0 and (self.invert or not outcome.ready):
+        out_of_time = self.remaining() <= DEADLINE_SLACK
+        if out_of_time and not outcome.permanent and (self.invert or not outcome.ready):
             # Cut short by the deadline, not a finding (inverted: a connect timed out is no
             # port closed): keep the last reason; the deadline's cancellation is due.
             await asyncio.Event().wait()
