@@ -17,12 +17,12 @@ from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 
 from waitfor.base.backoff import MIN_DELAY, Backoff
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.durations import MAX_SECONDS, parse_duration
 from waitfor.core.events import Event, EventHandler, TargetResult
 from waitfor.core.targets import Target, parse_target
 from waitfor.errors import UsageError, WaitTimeout
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
     from typing import Any

@@ -17,8 +17,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 
-from waitfor.base.typing_lite import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
 

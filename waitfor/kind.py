@@ -77,9 +77,8 @@ RE2 patterns (:class:`Pattern`, :func:`compile_pattern`, :func:`option_pattern`)
 (:class:`JsonExpectation`, the module ``jsonexpect``), SQL expectations (the module ``sql``:
 which ``#sql=`` queries are taken, what their answer means), :class:`KindError` (what a
 third-party kind that cannot be loaded is reported as), and :class:`Backoff` (the runner's
-capped exponential delays, for a kind that paces requests of its own between attempts), and
-``TYPE_CHECKING`` (typing's, without importing typing: a ready wait's modules do not,
-:mod:`waitfor.base.typing_lite`). Those a cold start does not need are imported on first use.
+capped exponential delays, for a kind that paces requests of its own between attempts). Those a
+cold start does not need are imported on first use.
 """
 
 from __future__ import annotations
@@ -90,7 +89,6 @@ from waitfor.base.deadline import Deadline
 from waitfor.base.options import OptionPairs, Options, choice, flag, reject_unknown, single
 from waitfor.base.outcome import Outcome
 from waitfor.base.redaction import MASK, is_secret_name, query, userinfo
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.urls import host_port
 from waitfor.base.urlsplit import unquote, urlsplit
 from waitfor.base.values import Value
@@ -99,6 +97,7 @@ from waitfor.core.registry import KindError
 from waitfor.core.target import Target
 from waitfor.net.errors import describe_os_error
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.base import jsonexpect as jsonexpect
     from waitfor.base import sql as sql
@@ -124,7 +123,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MASK",
-    "TYPE_CHECKING",
     "Address",
     "Backoff",
     "Check",

@@ -21,9 +21,9 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from typing import Any, ClassVar

@@ -1,12 +1,16 @@
 """The few names of ``typing`` that a ready wait's modules use at run time, without typing.
 
-Importing typing (and the re, contextlib and functools it brings) is the largest single import
-of a ready ``tcp://`` or ``http://`` wait: ~2.5 ms of a container's ~10 ms of waitfor. Type
-checkers read typing's own names here (``TYPE_CHECKING`` is the name mypy and ruff know); at run
-time they are inert: ``Generic[T]`` is the class itself, a ``TypeVar`` or ``ParamSpec`` only
-its name, ``cast`` returns its value. Names used only in annotations are imported under
-``if TYPE_CHECKING:`` where they are used (every such module has ``from __future__ import
-annotations``).
+Importing typing (and the contextlib it brings) is the largest single import of a ready
+``tcp://`` or ``http://`` wait: ~2.5 ms of a container's ~10 ms of waitfor. So waitfor's
+modules write ``TYPE_CHECKING = False`` (mypy and ruff read that name as typing's, True) and
+import under ``if TYPE_CHECKING:`` the names only annotations use (every such module has
+``from __future__ import annotations``; ruff's TC004 refuses a run-time use of one). The few
+used at run time come from here: type checkers read typing's own; at run time they are inert
+(``Generic[T]`` is the class itself, a ``TypeVar`` or ``ParamSpec`` only its name, ``cast``
+returns its value).
+
+The price: ``typing.get_type_hints()`` of waitfor's classes cannot find ``ClassVar`` or ``Any``
+in their modules; give it typing's names: ``get_type_hints(Outcome, localns=vars(typing))``.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import sys
 
-from waitfor.base.typing_lite import TYPE_CHECKING, dataclass_transform
+from waitfor.base.typing_lite import dataclass_transform
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 

@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from waitfor import api
 from waitfor.base.backoff import Backoff
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.cli import termination
 from waitfor.cli.reading import (
     DEFAULTS,
@@ -54,6 +53,7 @@ from waitfor.core.durations import parse_duration
 from waitfor.errors import Interrupted, WaitforError, WaitTimeout
 from waitfor.net.errors import describe_os_error
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.cli.signals import install, signalled_in
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
 

@@ -19,14 +19,18 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
 
+from waitfor.base.typing_lite import TypeVar
 from waitfor.cli.report import Reporter
 from waitfor.core.events import Event, TargetResult
 from waitfor.core.targets import Target
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
+    from typing import Any
+
+    Json = dict[str, Any]
 
 #: the sidecars of the meshes that redirect a pod's traffic through themselves
 PROXIES = ("istio-proxy", "linkerd-proxy")
@@ -34,7 +38,6 @@ EVERY = 5.0  # seconds between reads of the pod
 CALL_TIMEOUT = 3.0
 _BLOCKED = re.compile(r"connection refused|connection reset|reset by peer", re.IGNORECASE)
 
-Json = dict[str, Any]
 V = TypeVar("V", Event, TargetResult)
 
 

@@ -20,10 +20,10 @@ import sys
 from collections.abc import Sequence
 
 from waitfor.base.backoff import MIN_DELAY
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.cli import termination
 from waitfor.cli.report import OUTPUTS, error_line
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

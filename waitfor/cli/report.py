@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from waitfor.base.bucket import TokenBucket
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.events import Event, EventType, TargetResult
 from waitfor.core.pacing import (
     DAY,
@@ -26,6 +25,7 @@ from waitfor.core.pacing import (
 from waitfor.core.pacing import attempts as _attempts
 from waitfor.core.targets import Target
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TextIO
 

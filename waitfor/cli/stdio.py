@@ -14,8 +14,7 @@ import io
 import os
 import sys
 
-from waitfor.base.typing_lite import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TextIO
 

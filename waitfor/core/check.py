@@ -12,9 +12,10 @@ from waitfor.base import redaction, urls
 from waitfor.base.deadline import Deadline
 from waitfor.base.options import OptionPairs, Options, reject_unknown
 from waitfor.base.outcome import Outcome
-from waitfor.base.typing_lite import TYPE_CHECKING, Generic, TypeVar, cast
+from waitfor.base.typing_lite import Generic, TypeVar, cast
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
 

@@ -19,12 +19,13 @@ from functools import cached_property
 from waitfor.base import urls
 from waitfor.base.options import OptionPairs, choice, reject_unknown
 from waitfor.base.outcome import Outcome
-from waitfor.base.typing_lite import TYPE_CHECKING, TypeVar, cast
+from waitfor.base.typing_lite import TypeVar, cast
 from waitfor.base.values import Value
 from waitfor.core.check import Check
 from waitfor.net import tls
 from waitfor.net.errors import describe_os_error
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Generator

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.core.target import Target
 

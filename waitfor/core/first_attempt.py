@@ -21,13 +21,13 @@ from collections.abc import Sequence
 
 from waitfor.base import sanitize
 from waitfor.base.deadline import Deadline
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.check import Check
 from waitfor.core.events import Event, EventHandler, EventType, TargetResult
 from waitfor.core.registry import check_class
 from waitfor.core.target import Target
 from waitfor.errors import UsageError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,9 +25,9 @@ import re
 from collections.abc import Sequence
 
 from waitfor.base.bucket import TokenBucket
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.core.events import Event, EventType
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.core.targets import Target
 

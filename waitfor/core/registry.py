@@ -18,9 +18,9 @@ import re
 from functools import cache
 from importlib import import_module
 
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

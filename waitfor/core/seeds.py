@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from waitfor.base import urls
 from waitfor.base.outcome import Outcome
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.urls import host_port
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.base.deadline import Deadline
 

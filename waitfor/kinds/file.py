@@ -24,7 +24,6 @@ import threading
 from collections.abc import Callable
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -37,6 +36,7 @@ from waitfor.kind import (
 )
 from waitfor.net.errors import describe_os_error
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from typing import ClassVar

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -35,6 +34,7 @@ from waitfor.kind import (
 from waitfor.net import tls
 from waitfor.net.varint import varint
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from waitfor.kind import (
-    TYPE_CHECKING,
-    Address,
-    Check,
-    Options,
-    Outcome,
-    describe_os_error,
-    host_port,
-    urls,
-)
+from waitfor.kind import Address, Check, Options, Outcome, describe_os_error, host_port, urls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 
-from waitfor.kind import TYPE_CHECKING, Address, Check, Options, Outcome, unquote
+from waitfor.kind import Address, Check, Options, Outcome, unquote
 from waitfor.net.unixsock import NotAccepted, connected
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
 

@@ -19,8 +19,7 @@ import errno
 import math
 import select
 
-from waitfor.base.typing_lite import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
     from typing import Any

@@ -28,11 +28,11 @@ import time
 from collections.abc import Generator
 
 from waitfor.base.outcome import Outcome
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 from waitfor.net.errors import TlsError, tls_failure
 from waitfor.net.tls import server_name
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
     import asyncio

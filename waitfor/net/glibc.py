@@ -32,9 +32,9 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Iterable, Mapping, Sequence
 
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -20,9 +20,9 @@ import os
 from functools import cache, lru_cache
 
 from waitfor.base.options import OptionPairs, flag, single
-from waitfor.base.typing_lite import TYPE_CHECKING
 from waitfor.base.values import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
 

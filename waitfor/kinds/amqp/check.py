@@ -14,15 +14,9 @@ RabbitMQ logs each ping as a connection closed during the handshake.
 
 from __future__ import annotations
 
-from waitfor.kind import (
-    TYPE_CHECKING,
-    Address,
-    ConversationCheck,
-    ConversationOptions,
-    host_port,
-    urls,
-)
+from waitfor.kind import Address, ConversationCheck, ConversationOptions, host_port, urls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
 

@@ -23,7 +23,6 @@ import os
 from collections.abc import Generator
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -36,12 +35,11 @@ from waitfor.kind import (
 )
 from waitfor.net.errors import describe_os_error
 
-if TYPE_CHECKING:
-    from waitfor.kind import Deadline
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # dnspython and the resolvers are imported by the probes
     import dns.rdata
 
+    from waitfor.kind import Deadline
     from waitfor.net import glibc
 
 RESOLV_CONF = "/etc/resolv.conf"

@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 import os
 
-from waitfor.kind import TYPE_CHECKING, host_port
+from waitfor.kind import host_port
 from waitfor.kinds.dns import wire
 from waitfor.net import glibc
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
 

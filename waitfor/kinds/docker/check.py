@@ -17,18 +17,10 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from waitfor.kind import (
-    TYPE_CHECKING,
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    Value,
-    reject_unknown,
-    single,
-)
+from waitfor.kind import Address, Check, OptionPairs, Outcome, Value, reject_unknown, single
 from waitfor.kinds.docker import ready
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,8 +13,9 @@ import contextlib
 import os
 from collections.abc import AsyncGenerator, Iterator
 
-from waitfor.kind import TYPE_CHECKING, Value, sanitize, unquote
+from waitfor.kind import Value, sanitize, unquote
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import socket
 
-from waitfor.kind import TYPE_CHECKING
 from waitfor.kinds.docker.engine import INSPECT_LIMIT, Endpoint
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -7,8 +7,9 @@ attempt (:mod:`.quick`) judge the same inspection here.
 
 from __future__ import annotations
 
-from waitfor.kind import TYPE_CHECKING, Outcome
+from waitfor.kind import Outcome
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

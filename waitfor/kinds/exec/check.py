@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 from waitfor.kind import (
     MASK,
-    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -36,6 +35,7 @@ from waitfor.kind import (
 )
 from waitfor.kind import query as redaction_query
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Pattern
 

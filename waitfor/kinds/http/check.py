@@ -28,7 +28,6 @@ import os
 from functools import cached_property
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -46,6 +45,7 @@ from waitfor.kinds.http.judge import BODY_LIMIT, Search, advance, judge
 from waitfor.kinds.http.options import HttpOptions
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
     from waitfor.kinds.http.proxy import EnvProxies, Proxy  # imported by targets with a proxy

@@ -14,8 +14,9 @@ from __future__ import annotations
 import codecs
 from collections.abc import Generator, Sequence
 
-from waitfor.kind import TYPE_CHECKING, Outcome, Value
+from waitfor.kind import Outcome, Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Pattern
     from waitfor.kinds.http.options import HttpOptions

@@ -6,9 +6,10 @@ the front module imports both.
 
 from __future__ import annotations
 
-from waitfor.kind import TYPE_CHECKING, Value
+from waitfor.kind import Value
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import JsonExpectation, Pattern
     from waitfor.kinds.http.proxy import EnvProxies, Proxy

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from waitfor.kind import TYPE_CHECKING, Outcome
+from waitfor.kind import Outcome
 from waitfor.kinds.http.judge import BODY_LIMIT, Search, advance, judge, values_of
 from waitfor.net import blocking, conversation  # with the kind: the attempt's budget is for I/O
 from waitfor.net.conversation import Closed, Read, ReadLine, Send
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
 

@@ -22,19 +22,11 @@ from __future__ import annotations
 import re
 from functools import cached_property
 
-from waitfor.kind import (
-    TYPE_CHECKING,
-    Address,
-    Check,
-    OptionPairs,
-    Outcome,
-    flag,
-    reject_unknown,
-    single,
-)
+from waitfor.kind import Address, Check, OptionPairs, Outcome, flag, reject_unknown, single
 from waitfor.kind import jsonexpect as expect
 from waitfor.kinds.k8s.spec import K8sOptions, Spec, spec_of
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
     from waitfor.kinds.k8s.quick import Busy

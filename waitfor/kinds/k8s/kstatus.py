@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from waitfor.kinds.k8s.ready import Verdict, conditions, find_condition
 
-Json = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Json = dict[str, Any]
 
 
 def _dict(value: object) -> Json:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from waitfor.kind import TYPE_CHECKING
 from waitfor.kinds.k8s import kstatus, ready
 from waitfor.kinds.k8s.ready import Verdict
 from waitfor.kinds.k8s.spec import K8sOptions, Spec
 from waitfor.net.k8s.resource import Resource
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

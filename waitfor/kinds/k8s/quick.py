@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from waitfor.kind import TYPE_CHECKING, Outcome, sanitize
+from waitfor.kind import Outcome, sanitize
 from waitfor.kinds.k8s import plan as plans
 from waitfor.kinds.k8s.ready import Verdict
 from waitfor.kinds.k8s.spec import K8sOptions, Spec
@@ -23,6 +23,7 @@ from waitfor.net.k8s import blocking
 from waitfor.net.k8s.limits import busy, retry_after
 from waitfor.net.k8s.resource import Resource
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
     from waitfor.net.k8s.config import Credentials, Source
@@ -145,9 +146,9 @@ def _endpoints(credentials: Credentials, namespace: str, deadline: Deadline) -> 
         answer = blocking.get_json(credentials, path, {"limit": "1"}, deadline)
         if answer is None:
             return None
-        status, document, _ = answer
-        if status == 404:
+        if answer.status == 404:
             continue
+        document = answer.document
         if document is not None and document.get("kind") == f"{candidate.kind}List":
             return candidate
         return None

@@ -19,11 +19,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from waitfor.kind import jsonexpect as expect
 
-Json = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Json = dict[str, Any]
 
 
 class Verdict:

@@ -16,7 +16,6 @@ With credentials in the URL the connection logs in first (SASL ``PLAIN``, or ``#
 from __future__ import annotations
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,
@@ -29,6 +28,7 @@ from waitfor.kind import (
 )
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
     from waitfor.net.conversation import Conversation

@@ -22,7 +22,6 @@ from __future__ import annotations
 from functools import cached_property
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,
@@ -37,6 +36,7 @@ from waitfor.kind import (
 )
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
 

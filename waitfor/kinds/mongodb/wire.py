@@ -14,9 +14,10 @@ import struct
 from collections.abc import Generator
 
 from waitfor import __version__
-from waitfor.kind import TYPE_CHECKING, Outcome, ProtocolError
+from waitfor.kind import Outcome, ProtocolError
 from waitfor.net.conversation import Conversation, Read, Send, Step
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,
@@ -39,6 +38,7 @@ from waitfor.kind import (
 )
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
 

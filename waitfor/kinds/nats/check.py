@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from waitfor.kind import (
     MASK,
-    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,
@@ -26,6 +25,7 @@ from waitfor.kind import (
 )
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.net.conversation import Conversation
 

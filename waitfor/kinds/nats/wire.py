@@ -8,16 +8,10 @@ import secrets
 from collections.abc import Generator
 
 from waitfor import __version__
-from waitfor.kind import TYPE_CHECKING, Outcome, ProtocolError
-from waitfor.net.conversation import (
-    Conversation,
-    Read,
-    ReadLine,
-    Send,
-    StartTls,
-    Step,
-)
+from waitfor.kind import Outcome, ProtocolError
+from waitfor.net.conversation import Conversation, Read, ReadLine, Send, StartTls, Step
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

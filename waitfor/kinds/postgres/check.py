@@ -22,7 +22,6 @@ import re
 from functools import cached_property
 
 from waitfor.kind import (
-    TYPE_CHECKING,
     Address,
     Check,
     OptionPairs,
@@ -36,6 +35,7 @@ from waitfor.kind import (
 )
 from waitfor.kinds.postgres import conninfo
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from waitfor.kind import Deadline
 

@@ -24,12 +24,13 @@ import socket
 import time
 from enum import Enum
 
-from waitfor.kind import TYPE_CHECKING, Value, describe_os_error
+from waitfor.kind import Value, describe_os_error
 from waitfor.kinds.postgres.conninfo import Endpoint, endpoints
 from waitfor.net.conversation import Closed, Flooded, Injected, Read, Send, StartTls
 from waitfor.net.errors import TlsError
 
 # Types only: made at run time they would cost start-up. asyncio and ssl are imported where used.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
     import ssl

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from waitfor.kind import (
     MASK,
-    TYPE_CHECKING,
     Address,
     ConversationCheck,
     ConversationOptions,
@@ -36,6 +35,7 @@ from waitfor.kind import (
 )
 from waitfor.net import tls
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
 

@@ -11,23 +11,26 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 from waitfor.base import jsonexpect as expect
+from waitfor.base.values import Value
 from waitfor.net import blocking
 from waitfor.net.k8s.limits import MAX_ANSWER, MAX_CONTAINERS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from waitfor.base.deadline import Deadline
     from waitfor.net.k8s.config import Credentials
 
-Json = dict[str, Any]
+    Json = dict[str, Any]
 #: a response's head larger than this is not an API server's
 MAX_HEAD = 64 * 1024
 
 
-class Answer(NamedTuple):
+class Answer(Value):
     status: int
     document: Json | None  # a 200's JSON object (None: not one)
     fields: dict[str, str]  # the head's fields, names in lower case

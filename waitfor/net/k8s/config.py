@@ -23,10 +23,13 @@ import signal
 import ssl
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the event loop is only imported for an exec plugin: the first attempt
     import asyncio  # (:meth:`Source.credentials_now`) reads credentials without it
+    from typing import Any
+
+    Json = dict[str, Any]
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -39,8 +42,6 @@ MAX_PLUGIN_OUTPUT = 1 << 20
 #: refused (exit 2) rather than ignored
 _UNSUPPORTED_CLUSTER = ("proxy-url",)
 _IMPERSONATION = ("as", "as-uid", "as-groups", "as-user-extra")
-
-Json = dict[str, Any]
 
 
 class ConfigError(Exception):
