@@ -88,17 +88,19 @@ def run_timed(
 def until_said(
     text: str, *args: str, env: dict[str, str] | None = None, timeout: float = 30
 ) -> subprocess.CompletedProcess[str]:
-    """``waitfor ARGS`` (as :func:`waitfor` runs it) until a line on stderr holds ``text``, then
-    SIGTERM: a reason tested without waiting out a deadline a starved interpreter may miss."""
+    """``waitfor ARGS`` (as :func:`waitfor` runs it, ``clean``) until a line on stderr holds
+    ``text``, then SIGTERM: a reason tested without waiting out a deadline a starved interpreter
+    may miss. Never said within ``timeout``: killed, and the test fails on its exit code."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("WAITFOR_")}
     with subprocess.Popen(
         [sys.executable, "-m", "waitfor", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
+        env={**base, **(env or {})},
     ) as proc:
         assert proc.stderr is not None
-        timer = threading.Timer(timeout, proc.kill)  # never said: the test fails, not hangs
+        timer = threading.Timer(timeout, proc.kill)
         timer.start()
         lines = []
         try:
@@ -109,4 +111,6 @@ def until_said(
             proc.wait()
         finally:
             timer.cancel()
+            if proc.poll() is None:  # the test was interrupted
+                proc.kill()
     return subprocess.CompletedProcess(proc.args, proc.returncode, "", "".join(lines))

@@ -308,4 +308,4 @@ def test_a_ready_target_imports_no_event_loop_no_httpx_no_yaml(
     assert "is ready: complete" in done.stdout + done.stderr
     assert "waitfor.kinds.k8s.quick" in imported
     assert ("waitfor.cli.meshhint" in imported) is in_pod
-    assert not imported & {"asyncio", "httpx", "yaml", "waitfor.core.runner"}
+    assert not imported & {"asyncio", "httpx", "yaml", "typing", "waitfor.core.runner"}
