@@ -276,6 +276,40 @@ def test_a_signal_as_the_handlers_are_installed_ends_in_one_line() -> None:
     assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
 
 
+#: A signal whose exception Python loses: CPython replaces what a handler raised while it
+#: formats an ImportError's message (`from _ssl import RAND_egd` as asyncio imports ssl, a
+#: SIGINT 36 ms in: "TypeError: expected a message argument" and exit 1, seen in CI).
+LOST = (
+    "import os, signal, sys\n"
+    "from waitfor import api\n"
+    "from waitfor.cli import entry\n"
+    "entry.install()\n"
+    "def run_sync(self, guard=None):\n"
+    "    try:\n"
+    "        os.kill(os.getpid(), signal.SIGTERM)\n"
+    "        for _ in range(1000):\n"  # the handler runs here
+    "            pass\n"
+    "    except BaseException:\n"
+    "        pass\n"  # lost, as CPython loses it
+    "    raise TypeError('expected a message argument')\n"
+    "api.Wait.run_sync = run_sync\n"
+    "from waitfor.cli.command import run\n"
+    "sys.argv = ['waitfor', *sys.argv[1:]]\n"
+    "run()\n"
+)
+
+
+def test_a_signal_whose_exception_python_lost_ends_in_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", LOST, "tcp://127.0.0.1:5432"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+
+
 #: A signal landing while asyncio makes the event loop: the half-made loop's ``__del__`` fails
 #: (no ``_ssock`` yet) and Python printed "Exception ignored ... Traceback" after our line.
 IN_THE_LOOPS_MAKING = (

@@ -304,7 +304,10 @@ def run() -> NoReturn:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except BaseException as exc:  # a signal before main's own handling began, maybe wrapped
-        signalled = signalled_in(exc)
+        # or lost: CPython replaces what a handler raised while it formats an ImportError's
+        # message (`from _ssl import RAND_egd` in asyncio's import: "TypeError: expected a
+        # message argument"); the interrupt was received all the same
+        signalled = signalled_in(exc) or pending()
         if signalled is None:
             raise
         ignore_interrupts()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from waitfor.cli.signals import install, signalled_in
+from waitfor.cli.signals import install, pending, signalled_in
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ def run() -> NoReturn:
         install()  # inside: a signal may land the moment its handler is in place
         from waitfor.cli import command
     except BaseException as exc:  # installing, importing: nothing else has started
-        signalled = signalled_in(exc)
+        signalled = signalled_in(exc) or pending()  # or lost by Python (waitfor.cli.command.run)
         if signalled is None:
             raise
         os.write(2, f"waitfor: error: {signalled.describe()}\n".encode())
