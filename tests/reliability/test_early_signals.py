@@ -212,6 +212,16 @@ def test_an_early_sigterm_to_pid1_is_not_lost(delay_ms: int) -> None:
     assert "Traceback" not in stderr
 
 
+def ends_on_sigterm_in_one_line(script: str, *words: str) -> None:
+    """``script`` (waitfor, with a SIGTERM planted somewhere in it) run on ``words`` in a fresh
+    interpreter ends as interrupted by the signal: 143 and waitfor's one line, nothing else."""
+    result = subprocess.run(
+        [sys.executable, "-c", script, *words], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+
+
 #: A signal whose handler runs inside a ``__del__``: Python reports the handler's exception as
 #: "Exception ignored" and carries on (seen for real inside importlib's module-lock callback).
 SWALLOWED = (
@@ -240,11 +250,7 @@ SWALLOWED = (
 )
 def test_a_signal_python_swallowed_still_ends_the_wait(words: list[str]) -> None:
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-c", SWALLOWED, *words], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 143, result.stderr
-    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+    ends_on_sigterm_in_one_line(SWALLOWED, *words)
     assert time.monotonic() - started < 10  # not the 30 s deadline
 
 
@@ -266,14 +272,7 @@ AS_INSTALLED = (
 
 
 def test_a_signal_as_the_handlers_are_installed_ends_in_one_line() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", AS_INSTALLED, "tcp://127.0.0.1:5432"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 143, result.stderr
-    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+    ends_on_sigterm_in_one_line(AS_INSTALLED, "tcp://127.0.0.1:5432")
 
 
 #: A signal whose exception Python loses: CPython replaces what a handler raised while it
@@ -300,14 +299,7 @@ LOST = (
 
 
 def test_a_signal_whose_exception_python_lost_ends_in_one_line() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", LOST, "tcp://127.0.0.1:5432"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 143, result.stderr
-    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+    ends_on_sigterm_in_one_line(LOST, "tcp://127.0.0.1:5432")
 
 
 #: A signal landing while asyncio makes the event loop: the half-made loop's ``__del__`` fails
@@ -332,11 +324,4 @@ IN_THE_LOOPS_MAKING = (
 
 def test_a_signal_while_the_event_loop_is_made_ends_in_one_line() -> None:
     refused = f"tcp://127.0.0.1:{free_port()}"
-    result = subprocess.run(
-        [sys.executable, "-c", IN_THE_LOOPS_MAKING, "-q", "-t", "30", refused],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 143, result.stderr
-    assert result.stderr == "waitfor: error: interrupted by SIGTERM\n"
+    ends_on_sigterm_in_one_line(IN_THE_LOOPS_MAKING, "-q", "-t", "30", refused)

@@ -16,16 +16,21 @@ from typing import Any
 def waitfor(
     *args: str, env: dict[str, str] | None = None, timeout: float = 30, clean: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """``waitfor ARGS``, its output captured; ``env`` is added to this process's environment,
-    from which ``clean`` first takes the WAITFOR_ variables a developer may have set."""
-    base = {k: v for k, v in os.environ.items() if not (clean and k.startswith("WAITFOR_"))}
+    """``waitfor ARGS``, its output captured, in :func:`environment`."""
     return subprocess.run(
         [sys.executable, "-m", "waitfor", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**base, **(env or {})},
+        env=environment(env, clean),
     )
+
+
+def environment(env: dict[str, str] | None, clean: bool) -> dict[str, str]:
+    """This process's environment with ``env`` added; ``clean`` first takes out the WAITFOR_
+    variables a developer may have set."""
+    base = {k: v for k, v in os.environ.items() if not (clean and k.startswith("WAITFOR_"))}
+    return {**base, **(env or {})}
 
 
 def usage_error(*args: str, **kw: Any) -> str:
@@ -91,13 +96,12 @@ def until_said(
     """``waitfor ARGS`` (as :func:`waitfor` runs it, ``clean``) until a line on stderr holds
     ``text``, then SIGTERM: a reason tested without waiting out a deadline a starved interpreter
     may miss. Never said within ``timeout``: killed, and the test fails on its exit code."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("WAITFOR_")}
     with subprocess.Popen(
         [sys.executable, "-m", "waitfor", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**base, **(env or {})},
+        env=environment(env, clean=True),
     ) as proc:
         assert proc.stderr is not None
         timer = threading.Timer(timeout, proc.kill)
