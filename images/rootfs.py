@@ -22,6 +22,7 @@ from __future__ import annotations
 import _imp
 import ast
 import contextlib
+import functools
 import importlib.util
 import json
 import marshal
@@ -546,15 +547,15 @@ def stdlib_closure(site: Path, loaded: set[str], unused: Set[str] = frozenset())
                 kept.add(candidate)
                 for path in module_files(candidate):
                     if path.suffix == ".py":
-                        found = scan(path, package_of(path, STDLIB))
+                        found = stdlib_scan(path)
                         queue += found.names
                         named |= found.identifiers
                         qualified |= found.qualified | found.names
                         starred |= found.star
-                        if found.lazy:
-                            lazy[candidate] = found.lazy
+                        if found.lazy:  # copies: the loops below pop what they follow
+                            lazy[candidate] = dict(found.lazy)
                         if found.programs:
-                            programs[candidate] = found.programs
+                            programs[candidate] = dict(found.programs)
         for module, attributes in lazy.items():
             for attribute in list(attributes):
                 if attribute in named or module in starred:
@@ -595,6 +596,13 @@ def imports_of(path: Path, package: str, site: Path | None = None) -> set[str]:
     interpreter (see :class:`_Imports`). ``site``: the venv's packages, where imports resolve too.
     """
     return scan(path, package, site).names
+
+
+@functools.cache
+def stdlib_scan(path: Path) -> _Imports:
+    """:func:`scan` of a stdlib file, read once a process: the stdlib does not change while the
+    build runs, and its tests close over it many times."""
+    return scan(path, package_of(path, STDLIB))
 
 
 def scan(path: Path, package: str, site: Path | None = None) -> _Imports:
@@ -860,6 +868,7 @@ def module_sources(name: str, site: Path) -> list[Path]:
     return [path for path in (folder / "__init__.py", folder.with_suffix(".py")) if path.is_file()]
 
 
+@functools.cache
 def module_files(name: str) -> list[Path]:
     """The stdlib file(s) of a module: its source or package __init__, or its extension."""
     parts = name.split(".")
