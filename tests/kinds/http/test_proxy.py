@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from tests.support.command import together
 from tests.support.ports import free_port
 from tests.support.servers import http_server, raw_http_server, unix_http_server
 from tests.support.tinyproxy import Tinyproxy, tinyproxy
@@ -356,9 +357,11 @@ def test_short_credentials_are_masked_as_words_never_inside_words(
         assert wait_for(f"{url}/", timeout=10, defaults={"proxy": authed.url})[0].ready
         # long enough for answers on a loaded machine (the first attempt imports its client)
         down = f"http://{user}:{password}@127.0.0.1:{free_port()}"
-        refused = waitfor_cli("-t", "3", "--proxy", down, f"{url}/")
         wrong = authed.url.replace(f":{password}@", ":wrong@")
-        unauthorised = waitfor_cli("-o", "json", "-t", "3", "--proxy", wrong, f"{url}/")
+        refused, unauthorised = together(
+            lambda: waitfor_cli("-t", "3", "--proxy", down, f"{url}/"),
+            lambda: waitfor_cli("-o", "json", "-t", "3", "--proxy", wrong, f"{url}/"),
+        )
     assert refused.returncode == unauthorised.returncode == 124
     assert "connection refused (through proxy http://127.0.0.1:" in refused.stderr
     assert "HTTP 401" in unauthorised.stderr

@@ -23,6 +23,7 @@ from tests.kinds.k8s.test_hostile import (
     plugin_user,
     waitfor,
 )
+from tests.support.command import together
 from tests.support.peakrss import peak_rss_kib
 
 #: tokens no header can carry: a line break, DEL, a control character, non-ASCII, a space
@@ -44,10 +45,10 @@ def assert_not_quoted(out: str, token: str) -> None:
 def run_everywhere(config: Path, tmp_path: Path, env: dict[str, str] | None = None) -> str:
     """stderr, ``-o json`` and the termination log of one run each; all of them, joined."""
     log = tmp_path / "termination-log"
-    code, text, took = waitfor(
-        config, "-t", "2", "--termination-log", str(log), "k8s:job/x", env=env
+    (code, text, took), (code_json, json_out, _) = together(
+        lambda: waitfor(config, "-t", "2", "--termination-log", str(log), "k8s:job/x", env=env),
+        lambda: waitfor(config, "-t", "2", "-o", "json", "k8s:job/x", env=env),
     )
-    code_json, json_out, _ = waitfor(config, "-t", "2", "-o", "json", "k8s:job/x", env=env)
     assert code == code_json, (text, json_out)
     assert took < 2 + 1.5, text
     return f"{code}\n{text}\n{json_out}\n{log.read_text() if log.exists() else ''}"
