@@ -5,6 +5,7 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -115,20 +116,35 @@ def pg_template() -> Iterator[Path]:
     shutil.rmtree(template.parent, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
-    """A factory of stopped clusters; every one made is stopped and removed afterwards."""
+@contextmanager
+def _clusters(template: Path) -> Iterator[Callable[[], Cluster]]:
     made: list[Cluster] = []
 
     def make() -> Cluster:
-        cluster = Cluster(pg_template, Path(tempfile.mkdtemp(prefix="waitfor-pg-")))
+        cluster = Cluster(template, Path(tempfile.mkdtemp(prefix="waitfor-pg-")))
         made.append(cluster)
         return cluster
 
-    yield make
-    for cluster in made:
-        cluster.stop("immediate")
-        shutil.rmtree(cluster.root, ignore_errors=True)
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.stop("immediate")
+            shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
+    """A factory of stopped clusters; every one made is stopped and removed afterwards."""
+    with _clusters(pg_template) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def module_pg_cluster(pg_template: Path) -> Iterator[Callable[[], Cluster]]:
+    """:func:`pg_cluster`'s, kept for the module: a server for the tests that only read it."""
+    with _clusters(pg_template) as make:
+        yield make
 
 
 @pytest.fixture
@@ -151,22 +167,35 @@ def mariadb_template() -> Iterator[Path]:
     shutil.rmtree(template.parent, ignore_errors=True)
 
 
-@pytest.fixture
-def mariadb(mariadb_template: Path) -> Iterator[Callable[..., mysqld.MariaDB]]:
-    """A factory of stopped MariaDB servers; every one made is stopped and removed afterwards."""
+@contextmanager
+def _mariadbs(template: Path) -> Iterator[Callable[..., mysqld.MariaDB]]:
     made: list[mysqld.MariaDB] = []
 
     def make(netns: str | None = None) -> mysqld.MariaDB:
-        server = mysqld.MariaDB(
-            mariadb_template, Path(tempfile.mkdtemp(prefix="waitfor-mariadb-")), netns
-        )
+        server = mysqld.MariaDB(template, Path(tempfile.mkdtemp(prefix="waitfor-mariadb-")), netns)
         made.append(server)
         return server
 
-    yield make
-    for server in made:
-        server.stop()
-        shutil.rmtree(server.root, ignore_errors=True)
+    try:
+        yield make
+    finally:
+        for server in made:
+            server.stop()
+            shutil.rmtree(server.root, ignore_errors=True)
+
+
+@pytest.fixture
+def mariadb(mariadb_template: Path) -> Iterator[Callable[..., mysqld.MariaDB]]:
+    """A factory of stopped MariaDB servers; every one made is stopped and removed afterwards."""
+    with _mariadbs(mariadb_template) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def module_mariadb(mariadb_template: Path) -> Iterator[Callable[..., mysqld.MariaDB]]:
+    """:func:`mariadb`'s, kept for the module: a server for the tests that only read it."""
+    with _mariadbs(mariadb_template) as make:
+        yield make
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,6 @@ from waitfor import wait_for
 MIB = 1024 * 1024  # the issue says the first 1 MiB: not read from the code under test
 
 
-def ready(target: str) -> tuple[bool, str]:
-    return readiness(target, timeout=0.3)
-
-
 def grep_says(path: Path, pattern: str) -> bool:
     head = subprocess.run(["head", "-c", str(MIB), str(path)], capture_output=True)
     found = subprocess.run(["grep", "-qE", pattern], input=head.stdout, check=False)
@@ -57,9 +53,9 @@ def test_contains_agrees_with_grep(tmp_path: Path, name: str, pattern: str) -> N
     path.write_bytes(CONTENTS[name])
     from urllib.parse import quote
 
-    is_ready, reason = ready(f"file://{path}#contains={quote(pattern, safe='')}")
+    is_ready, reason = readiness(f"file://{path}#contains={quote(pattern, safe='')}")
     # (?m): ^ and $ at line ends, as grep's line-by-line reading has them
-    multiline, _ = ready(f"file://{path}#contains={quote('(?m)' + pattern, safe='')}")
+    multiline, _ = readiness(f"file://{path}#contains={quote('(?m)' + pattern, safe='')}")
     assert multiline == grep_says(path, pattern), reason
     if "^" not in pattern and "$" not in pattern:
         assert is_ready == multiline
@@ -68,18 +64,18 @@ def test_contains_agrees_with_grep(tmp_path: Path, name: str, pattern: str) -> N
 def test_the_reasons(tmp_path: Path) -> None:
     path = tmp_path / "app.log"
     path.write_text("booting\n")
-    assert ready(f"file://{path}#contains=started") == (
+    assert readiness(f"file://{path}#contains=started") == (
         False,
         f"{path} does not match 'started' (8 bytes)",
     )
     big = tmp_path / "big.log"
     big.write_bytes(b"." * (3 * MIB) + b"started")
-    assert ready(f"file://{big}#contains=started") == (
+    assert readiness(f"file://{big}#contains=started") == (
         False,
         f"{big} does not match 'started' (its first 1 MiB)",
     )
     path.write_text("booting\nstarted on :8080\n")
-    assert ready(f"file://{path}#contains=started%20on%20:[0-9]+") == (
+    assert readiness(f"file://{path}#contains=started%20on%20:[0-9]+") == (
         True,
         f"{path} matches 'started on :[0-9]+' (25 bytes)",
     )
@@ -105,7 +101,7 @@ def test_min_size_agrees_with_stat(tmp_path: Path, size: int, minimum: int) -> N
     path = tmp_path / "data"
     with path.open("wb") as data:
         data.truncate(size)  # sparse: the size is what counts, not the blocks
-    is_ready, reason = ready(f"file://{path}#min-size={minimum}")
+    is_ready, reason = readiness(f"file://{path}#min-size={minimum}")
     assert is_ready == (size_says(path) >= minimum), reason
     if not is_ready:
         assert reason == f"{path} has {size} bytes, fewer than {minimum}"
@@ -137,9 +133,9 @@ def test_min_size_waits_for_the_writer(tmp_path: Path) -> None:
 def test_all_options_must_hold(tmp_path: Path) -> None:
     path = tmp_path / "config"
     path.write_text("ok\n")
-    assert ready(f"file://{path}#min-size=3&contains=ok&nonempty")[0]
-    assert not ready(f"file://{path}#min-size=4&contains=ok")[0]
-    assert not ready(f"file://{path}#min-size=3&contains=no")[0]
+    assert readiness(f"file://{path}#min-size=3&contains=ok&nonempty")[0]
+    assert not readiness(f"file://{path}#min-size=4&contains=ok")[0]
+    assert not readiness(f"file://{path}#min-size=3&contains=no")[0]
 
 
 def test_the_first_attempt_agrees(tmp_path: Path) -> None:
@@ -167,20 +163,20 @@ def test_only_regular_files_have_content(tmp_path: Path) -> None:
     folder = tmp_path / "dir"
     folder.mkdir()
     (folder / "entry").touch()
-    assert ready(f"file://{folder}#min-size=1") == (False, f"{folder} is a directory")
+    assert readiness(f"file://{folder}#min-size=1") == (False, f"{folder} is a directory")
     # min-size=0 still asks for a regular file: any file, even empty, but not a directory
-    assert ready(f"file://{folder}#min-size=0") == (False, f"{folder} is a directory")
-    assert ready(f"file://{folder / 'entry'}#min-size=0")[0]
+    assert readiness(f"file://{folder}#min-size=0") == (False, f"{folder} is a directory")
+    assert readiness(f"file://{folder / 'entry'}#min-size=0")[0]
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     started = time.monotonic()
     # opening a FIFO would wait for a writer: not ready at once, never waiting on it
-    assert ready(f"file://{fifo}#contains=x") == (False, f"{fifo} is not a regular file")
+    assert readiness(f"file://{fifo}#contains=x") == (False, f"{fifo} is not a regular file")
     assert time.monotonic() - started < 2
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "missing")
     assert (
-        ready(f"file://{link}#contains=x")[1]
+        readiness(f"file://{link}#contains=x")[1]
         == f"{link} is a dangling link to {link.parent}/missing"
     )
 
@@ -190,7 +186,7 @@ def test_an_unreadable_file(tmp_path: Path) -> None:
     path = tmp_path / "secret"
     path.write_text("ready")
     path.chmod(0)
-    assert ready(f"file://{path}#contains=ready") == (False, f"{path}: permission denied")
+    assert readiness(f"file://{path}#contains=ready") == (False, f"{path}: permission denied")
 
 
 test_bad_options_are_one_line_errors = refusals(

@@ -35,9 +35,7 @@ def _no_pg_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-@pytest.fixture
-def pg(pg_cluster: Callable[[], Cluster]) -> Cluster:
-    cluster = pg_cluster()
+def tables(cluster: Cluster) -> Cluster:
     cluster.start()
     cluster.psql(
         "CREATE SCHEMA app; CREATE TABLE app.orders (id int); CREATE TABLE public.users (id int);"
@@ -48,9 +46,7 @@ def pg(pg_cluster: Callable[[], Cluster]) -> Cluster:
     return cluster
 
 
-@pytest.fixture
-def my(mariadb: Callable[..., MariaDB]) -> MariaDB:
-    server = mariadb()
+def app_database(server: MariaDB) -> MariaDB:
     server.start()
     server.sql(
         "CREATE DATABASE app; CREATE TABLE app.t (id INT); INSERT INTO app.t VALUES (1), (2)"
@@ -62,6 +58,30 @@ def my(mariadb: Callable[..., MariaDB]) -> MariaDB:
     client = ["mysql", "--no-defaults", f"--socket={server.socket}", "-uroot"]
     subprocess.run(client, input=function, text=True, check=True, capture_output=True)
     return server
+
+
+@pytest.fixture
+def pg(pg_cluster: Callable[[], Cluster]) -> Cluster:
+    """A server of its own, for a test that changes it or tries to."""
+    return tables(pg_cluster())
+
+
+@pytest.fixture(scope="module")
+def pg_read(module_pg_cluster: Callable[[], Cluster]) -> Cluster:
+    """One server for the module's tests that only read it (each one a server cost ~1 s)."""
+    return tables(module_pg_cluster())
+
+
+@pytest.fixture
+def my(mariadb: Callable[..., MariaDB]) -> MariaDB:
+    """A server of its own, for a test that changes it or tries to."""
+    return app_database(mariadb())
+
+
+@pytest.fixture(scope="module")
+def my_read(module_mariadb: Callable[..., MariaDB]) -> MariaDB:
+    """One server for the module's tests that only read it."""
+    return app_database(module_mariadb())
 
 
 def psql(cluster: Cluster, sql: str) -> subprocess.CompletedProcess[str]:
@@ -86,10 +106,6 @@ def client_says_true(result: subprocess.CompletedProcess[str]) -> bool:
         return False
 
 
-def ready(target: str) -> tuple[bool, str]:
-    return readiness(target, timeout=1.0)
-
-
 # --- PostgreSQL #table ---------------------------------------------------------------------
 
 
@@ -98,11 +114,11 @@ def ready(target: str) -> tuple[bool, str]:
     ["app.orders", "users", "public.users", "orders", "Mixed", "mixed", "app.recent", "nope",
      "app.users", "pg_catalog.pg_class", "public.orders"],
 )  # fmt: skip
-def test_pg_table_agrees_with_psql(pg: Cluster, table: str) -> None:
+def test_pg_table_agrees_with_psql(pg_read: Cluster, table: str) -> None:
     schema, _, name = table.rpartition(".")
     quoted = (f'"{schema}".' if schema else "") + f'"{name}"'
-    exists = psql(pg, f"SELECT 1 FROM {quoted} LIMIT 0").returncode == 0  # noqa: S608
-    outcome = probe(pg.url(extra=f"#table={table}"))
+    exists = psql(pg_read, f"SELECT 1 FROM {quoted} LIMIT 0").returncode == 0  # noqa: S608
+    outcome = probe(pg_read.url(extra=f"#table={table}"))
     assert outcome.ready == exists, outcome.reason
     if exists:
         assert outcome.reason == f"table {table!r} exists"
@@ -112,7 +128,7 @@ def test_pg_table_agrees_with_psql(pg: Cluster, table: str) -> None:
 
 def test_pg_table_appears_after_migrations(pg: Cluster) -> None:
     target = pg.url(extra="#table=app.schema_migrations")
-    assert not ready(target)[0]
+    assert not readiness(target)[0]
     with meanwhile(0.5, lambda: pg.psql("CREATE TABLE app.schema_migrations (v int)")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
     assert result.attempts > 1
@@ -140,23 +156,23 @@ QUERIES = [
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_pg_sql_agrees_with_psql(pg: Cluster, query: str) -> None:
-    oracle = psql(pg, query)
+def test_pg_sql_agrees_with_psql(pg_read: Cluster, query: str) -> None:
+    oracle = psql(pg_read, query)
     assert oracle.returncode == 0, oracle.stderr
-    outcome = probe(pg.url(extra=f"#sql={quote(query)}"))
+    outcome = probe(pg_read.url(extra=f"#sql={quote(query)}"))
     assert outcome.ready == client_says_true(oracle), (oracle.stdout, outcome.reason)
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_mysql_sql_agrees_with_mysql(my: MariaDB, query: str) -> None:
-    oracle = mysql(my, query)
+def test_mysql_sql_agrees_with_mysql(my_read: MariaDB, query: str) -> None:
+    oracle = mysql(my_read, query)
     assert oracle.returncode == 0, oracle.stderr
-    outcome = probe(my.url("app", extra=f"#sql={quote(query)}"))
+    outcome = probe(my_read.url("app", extra=f"#sql={quote(query)}"))
     assert outcome.ready == client_says_true(oracle), (oracle.stdout, outcome.reason)
 
 
-def test_the_reasons(pg: Cluster, my: MariaDB) -> None:
-    for url in (pg.url, lambda extra: my.url("app", extra=extra)):
+def test_the_reasons(pg_read: Cluster, my_read: MariaDB) -> None:
+    for url in (pg_read.url, lambda extra: my_read.url("app", extra=extra)):
         assert probe(url("#sql=SELECT%20true")).reason in (
             "the query returned true",
             "the query returned true (not 0)",  # MySQL's TRUE is 1
@@ -169,12 +185,12 @@ def test_the_reasons(pg: Cluster, my: MariaDB) -> None:
         # a value is never quoted: the query may read a secret
         said = probe(url("#sql=SELECT%20'hunter2'")).reason
         assert said == "the query's first column is text, not true or false (or a number)"
-    both = probe(pg.url(extra="#table=app.orders&sql=SELECT%20true&primary"))
+    both = probe(pg_read.url(extra="#table=app.orders&sql=SELECT%20true&primary"))
     assert both.reason == (
         "SELECT 1 succeeded on a primary accepting writes, table 'app.orders' exists,"
         " the query returned true"
     )
-    assert probe(my.url("app", extra="#table=t&sql=SELECT%20true")).reason == (
+    assert probe(my_read.url("app", extra="#table=t&sql=SELECT%20true")).reason == (
         "table 't' exists, the query returned true (not 0)"
     )
 
@@ -183,7 +199,7 @@ def test_a_marker_row_awaited(pg: Cluster, my: MariaDB) -> None:
     """The table the query reads does not exist yet: retried until the marker row is there."""
     query = quote("SELECT EXISTS (SELECT 1 FROM marker WHERE v >= 3)")
     target = pg.url(extra=f"#sql={query}")
-    said = ready(target)[1]
+    said = readiness(target)[1]
     assert said == 'query failed: relation "marker" does not exist (42P01)'
 
     def migrate() -> None:
@@ -197,14 +213,14 @@ def test_a_marker_row_awaited(pg: Cluster, my: MariaDB) -> None:
     assert probe(my.url("app", extra=f"#sql={query}")).ready
 
 
-def test_no_quick_first_attempt(pg: Cluster, my: MariaDB) -> None:
+def test_no_quick_first_attempt(pg_read: Cluster, my_read: MariaDB) -> None:
     """#table= and #sql= log in (psycopg, PyMySQL on the event loop): the quick first attempt
     before the event loop steps aside, even for a ready target, and the runner's attempt answers."""
     for url in [
-        pg.url(extra="#table=app.orders"),
-        pg.url(extra="#sql=SELECT%20true"),
-        my.url("app", extra="#table=t"),
-        my.url("app", extra="#sql=SELECT%201"),
+        pg_read.url(extra="#table=app.orders"),
+        pg_read.url(extra="#sql=SELECT%20true"),
+        my_read.url("app", extra="#table=t"),
+        my_read.url("app", extra="#sql=SELECT%201"),
     ]:
         target = parse_target(url)
         assert check_class(target.scheme)(target).probe_now(Deadline.after(2)) is None, url

@@ -75,10 +75,6 @@ def dig_holds(records: list[str], rdtype: str, value: str) -> bool:
     return value.rstrip(".").lower() in forms
 
 
-def ready(target: str) -> tuple[bool, str]:
-    return readiness(target, timeout=1.5)
-
-
 def shown_records(reason: str) -> list[str]:
     return reason.partition(": ")[2].split(", ")
 
@@ -91,7 +87,7 @@ def test_the_records_are_digs(server: DnsServer, rdtype: str) -> None:
         f"dns://{server.address}/example.test?type={rdtype}",
         f"dns:example.test?type={rdtype}#resolv-conf={server.resolv_conf()}",
     ):
-        is_ready, reason = ready(target)
+        is_ready, reason = readiness(target)
         assert is_ready, reason
         assert reason.startswith(f"2 {rdtype} records: ")
         assert sorted(r.lower() for r in shown_records(reason)) == sorted(
@@ -115,7 +111,7 @@ def test_expect_agrees_with_dig(server: DnsServer, rdtype: str) -> None:
     records = dig(server, "example.test", rdtype)
     for value in EXPECTATIONS[rdtype]:
         target = f"dns://{server.address}/example.test?type={rdtype}#expect={quote(value)}"
-        is_ready, reason = ready(target)
+        is_ready, reason = readiness(target)
         assert is_ready == dig_holds(records, rdtype, value), (value, reason)
         if not is_ready:
             assert reason.startswith(f"no {rdtype} record {value.rstrip('.').lower()!r} yet: ")
@@ -123,13 +119,15 @@ def test_expect_agrees_with_dig(server: DnsServer, rdtype: str) -> None:
 
 def test_expect_is_value_by_wait4xs_name(server: DnsServer) -> None:
     ns = f"dns://{server.address}"
-    assert ready(f"{ns}/example.test#expect=10.2.0.1") == ready(f"{ns}/example.test#value=10.2.0.1")
-    assert not ready(f"{ns}/example.test#expect=10.2.0.2")[0]
+    assert readiness(f"{ns}/example.test#expect=10.2.0.1") == readiness(
+        f"{ns}/example.test#value=10.2.0.1"
+    )
+    assert not readiness(f"{ns}/example.test#expect=10.2.0.2")[0]
 
 
 def test_a_record_that_appears_later(server: DnsServer) -> None:
     target = f"dns://{server.address}/example.test?type=MX#expect=mx3.example.test"
-    assert not ready(target)[0]
+    assert not readiness(target)[0]
     with meanwhile(0.5, lambda: server.add_config("mx-host=example.test,mx3.example.test,5")):
         (result,) = wait_for(target, timeout=20, backoff=FAST)
     assert result.attempts > 1
@@ -140,13 +138,13 @@ def test_a_record_that_appears_later(server: DnsServer) -> None:
 def test_no_such_records(server: DnsServer) -> None:
     ns = f"dns://{server.address}"
     assert dig(server, "nothing.test", "MX") == []
-    assert ready(f"{ns}/nothing.test?type=MX") == (
+    assert readiness(f"{ns}/nothing.test?type=MX") == (
         False,
         "NXDOMAIN: no such name (tried nothing.test)",
     )
     server.add_host("plain.test", "10.2.0.9")
     assert dig(server, "plain.test", "CAA") == []
-    assert ready(f"{ns}/plain.test?type=CAA") == (False, "no CAA record for plain.test")
+    assert readiness(f"{ns}/plain.test?type=CAA") == (False, "no CAA record for plain.test")
 
 
 def test_no_quick_first_attempt_for_these_types(server: DnsServer) -> None:

@@ -19,40 +19,36 @@ from waitfor.errors import TargetError
 COMMANDS = ["true", "false", "sh -c 'exit 3'", "sh -c 'exit 255'", "sh -c 'echo out; exit 7'"]
 
 
-def ready(target: str) -> tuple[bool, str]:
-    return readiness(target, timeout=0.4)
-
-
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("expected", [0, 1, 3, 7, 255])
 def test_ready_exactly_when_the_command_exits_n(command: str, expected: int) -> None:
     status = subprocess.run(shlex.split(command), capture_output=True, check=False).returncode
-    is_ready, reason = ready(f"exec:{command}#exit-code={expected}")
+    is_ready, reason = readiness(f"exec:{command}#exit-code={expected}")
     assert is_ready == (status == expected), reason
     assert reason.startswith(f"exit {status}")
 
 
 def test_the_reasons_name_what_was_awaited() -> None:
-    assert ready("exec:sh -c 'echo migrating; exit 0'#exit-code=3") == (
+    assert readiness("exec:sh -c 'echo migrating; exit 0'#exit-code=3") == (
         False,
         "exit 0 (not 3): migrating",
     )
-    assert ready("exec:sh -c 'echo done; exit 3'#exit-code=3") == (True, "exit 3: done")
+    assert readiness("exec:sh -c 'echo done; exit 3'#exit-code=3") == (True, "exit 3: done")
     # without the option, 0 is awaited and the reason is as it always was
-    assert ready("exec:sh -c 'exit 3'") == (False, "exit 3")
+    assert readiness("exec:sh -c 'exit 3'") == (False, "exit 3")
 
 
 def test_a_signal_is_not_an_exit_code() -> None:
-    is_ready, reason = ready("exec:sh -c 'kill -9 $$'#exit-code=137")
+    is_ready, reason = readiness("exec:sh -c 'kill -9 $$'#exit-code=137")
     assert not is_ready
     assert reason == "killed by SIGKILL (not 137)"
 
 
 def test_with_stdout_both_must_hold() -> None:
-    assert ready("exec:sh -c 'echo green; exit 4'#exit-code=4&stdout=green")[0]
-    said = ready("exec:sh -c 'echo red; exit 4'#exit-code=4&stdout=green")
+    assert readiness("exec:sh -c 'echo green; exit 4'#exit-code=4&stdout=green")[0]
+    said = readiness("exec:sh -c 'echo red; exit 4'#exit-code=4&stdout=green")
     assert said == (False, "exit 4 but stdout does not match 'green': red")
-    assert ready("exec:sh -c 'echo green'#exit-code=4&stdout=green") == (
+    assert readiness("exec:sh -c 'echo green'#exit-code=4&stdout=green") == (
         False,
         "exit 0 (not 4): green",
     )
