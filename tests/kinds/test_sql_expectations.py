@@ -30,6 +30,10 @@ from waitfor.core.registry import check_class
 
 @pytest.fixture(autouse=True)
 def _no_pg_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_pg_environment(monkeypatch)
+
+
+def without_pg_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("PG"):
             monkeypatch.delenv(name)
@@ -68,8 +72,12 @@ def pg(pg_cluster: Callable[[], Cluster]) -> Cluster:
 
 @pytest.fixture(scope="module")
 def pg_read(module_pg_cluster: Callable[[], Cluster]) -> Cluster:
-    """One server for the module's tests that only read it (each one a server cost ~1 s)."""
-    return tables(module_pg_cluster())
+    """One server for the module's tests that only read it (each one a server cost ~1 s),
+    made without the PG variables a developer may have set, as the tests' own are (a module's
+    fixture is made before the autouse one that clears them)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        without_pg_environment(monkeypatch)
+        return tables(module_pg_cluster())
 
 
 @pytest.fixture
