@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,7 +87,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     server and etcd each) rather than one per worker on two cores, where a loaded API server
     missed 1 s deadlines. The k8s files that talk to scripted servers run apart like any other
     (together they took 250 s, on the worker that was the full suite's last to finish), as all
-    of them do when ``-m`` leaves the lab's tests out (the fast tier).
+    of them do when ``-m`` leaves the lab's tests out (the fast tier). Those three groups are
+    handed out first, then the files with the most tests, as xdist orders them: the benchmark,
+    one test of three minutes, came last by that count and ran alone at the end for 176 s.
     (xdist's loadgroup would say this with marks, but it cannot rename nodes under pytest 9.)"""
     if config.getvalue("dist") != "loadfile":
         return None
@@ -104,7 +107,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 return "the Kubernetes lab"
             return path
 
+        def schedule(self) -> None:
+            if self.collection is None:  # the first call: the order of the work is set here
+                for node, nodeids in self.registered_collections.items():
+                    self.registered_collections[node] = self._longest_first(nodeids)
+                self.config.option.loadscopereorder = False  # xdist's order is by size alone
+            super().schedule()
+
+        def _longest_first(self, nodeids: list[str]) -> list[str]:
+            scopes = [self._split_scope(nodeid) for nodeid in nodeids]
+            sizes = Counter(scopes)
+            order = {scope: (scope not in LONGEST, -size) for scope, size in sizes.items()}
+            ordered = sorted(zip(scopes, nodeids, strict=True), key=lambda pair: order[pair[0]])
+            return [nodeid for _, nodeid in ordered]
+
     return FileScheduling(config, log)
+
+
+#: the work that runs on one worker by design, each of it minutes long
+LONGEST = frozenset({"tests/image/", "the Kubernetes lab", "tests/test_bench.py"})
 
 
 #: tests/kinds/k8s/conftest.py's fixtures that build or start the lab
