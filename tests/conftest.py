@@ -108,18 +108,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return path
 
         def schedule(self) -> None:
-            if self.collection is None:  # the first call: the order of the work is set here
-                for node, nodeids in self.registered_collections.items():
-                    self.registered_collections[node] = self._longest_first(nodeids)
-                self.config.option.loadscopereorder = False  # xdist's order is by size alone
+            if self.collection is None:  # the first call, which makes the queue of work
+                # Its keys placed first keep their places as xdist fills it. (The collection
+                # itself must stay as it is: work is sent as indexes into the workers' own.)
+                nodeids: list[str] = next(iter(self.registered_collections.values()), [])
+                sizes = Counter(self._split_scope(nodeid) for nodeid in nodeids)
+                for scope in sorted(sizes, key=lambda scope: (scope not in LONGEST, -sizes[scope])):
+                    self.workqueue[scope] = {}
             super().schedule()
-
-        def _longest_first(self, nodeids: list[str]) -> list[str]:
-            scopes = [self._split_scope(nodeid) for nodeid in nodeids]
-            sizes = Counter(scopes)
-            order = {scope: (scope not in LONGEST, -size) for scope, size in sizes.items()}
-            ordered = sorted(zip(scopes, nodeids, strict=True), key=lambda pair: order[pair[0]])
-            return [nodeid for _, nodeid in ordered]
 
     return FileScheduling(config, log)
 
