@@ -248,7 +248,7 @@ def test_a_403_during_discovery_names_what_was_read(tmp_path: Path) -> None:
     with counting_server(forbidden_discovery) as (url, counted):
         config = kubeconfig(tmp_path, url)
         # the reason, not a deadline: a starved interpreter reached its first request 1.8 s
-        # into a 2 s wait (twice in a day), and the wait ended on the quick attempt's reason
+        # into a 2 s wait (twice in a day), which ended on "no answer to /api/v1 after 0.2s"
         told = until_said(said, "k8s:job/x", env={"KUBECONFIG": str(config), "NO_COLOR": "1"})
         before = counted.count()
         code, out, _ = waitfor(config, "-t", "2", "k8s:job/x")
