@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import ast
-import functools
 import os
 import shutil
 import signal
@@ -83,28 +81,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``--dist loadfile`` (scripts/test), each test file runs on one worker, so that its
     module-scoped servers, virtualenvs and tallies are made once, as in a serial run; all of
     tests/image/ on one worker: one image build, no two podman runs fighting for the two cores;
-    and the files of tests/kinds/k8s/ that use the Kubernetes lab on one worker: one lab (an API
-    server and etcd each) rather than one per worker on two cores, where a loaded API server
-    missed 1 s deadlines. The k8s files that talk to scripted servers run apart like any other
-    (together they took 250 s, on the worker that was the full suite's last to finish), as all
-    of them do when ``-m`` leaves the lab's tests out (the fast tier). Those three groups are
-    handed out first, then the files with the most tests, as xdist orders them: the benchmark,
-    one test of three minutes, came last by that count and ran alone at the end for 176 s.
+    and all of tests/kinds/k8s/ on one worker: one Kubernetes lab (an API server and etcd each)
+    rather than one per worker on two cores, where a loaded API server missed 1 s deadlines;
+    when ``-m`` leaves the lab's tests out (the fast tier), its files run apart like any other.
+    (Its scripted-server files, run apart beside the lab's worker, missed their deadlines in
+    two CI runs of five: they stay with it.) Those groups and the benchmark are handed out
+    first, then the files with the most tests, as xdist orders them: the benchmark, one test of
+    three minutes, came last by that count and ran alone at the end for 176 s.
     (xdist's loadgroup would say this with marks, but it cannot rename nodes under pytest 9.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    root = config.rootpath
-    lab = _selects("k8s", config)  # the fast tier runs no lab: its k8s files run apart
+    groups = ("tests/image/", "tests/kinds/k8s/") if _selects("k8s", config) else ("tests/image/",)
 
     class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            if path.startswith("tests/image/"):
-                return "tests/image/"
-            if lab and path.startswith("tests/kinds/k8s/") and _uses_the_lab(root / path):
-                return "the Kubernetes lab"
+            for group in groups:
+                if path.startswith(group):
+                    return group
             return path
 
         def schedule(self) -> None:
@@ -121,22 +117,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 #: the work that runs on one worker by design, each of it minutes long
-LONGEST = frozenset({"tests/image/", "the Kubernetes lab", "tests/test_bench.py"})
-
-
-#: tests/kinds/k8s/conftest.py's fixtures that build or start the lab
-LAB_FIXTURES = frozenset({"lab_binaries", "control_plane", "namespace"})
-
-
-@functools.cache
-def _uses_the_lab(path: Path) -> bool:
-    """Whether a function of the test file takes a lab fixture. Read from its source: the
-    scheduler runs in xdist's controller, which collects nothing (the workers do)."""
-    return any(
-        isinstance(node, ast.FunctionDef)
-        and LAB_FIXTURES & {arg.arg for arg in [*node.args.args, *node.args.kwonlyargs]}
-        for node in ast.walk(ast.parse(path.read_bytes()))
-    )
+LONGEST = frozenset({"tests/image/", "tests/kinds/k8s/", "tests/test_bench.py"})
 
 
 def _selects(mark: str, config: pytest.Config) -> bool:
