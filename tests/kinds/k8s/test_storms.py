@@ -254,6 +254,7 @@ def test_a_403_during_discovery_names_what_was_read(tmp_path: Path) -> None:
         code, out, _ = waitfor(config, "-t", "2", "k8s:job/x")
         requests = counted.count() - before
     clean(told.stderr)
+    assert said in told.stderr, told.stderr
     assert told.returncode == 143, told.stderr  # interrupted by SIGTERM once said
     clean(out)
     assert code == 124, out
