@@ -12,24 +12,28 @@ imports) and ``waitfor/__init__``, which imports nothing. A signal there meets P
 handling (tests/reliability/test_early_signals.py says which outcomes that allows).
 """
 
-import _signal  # type: ignore[import-not-found]  # signal's C half, no stub; signal imports enum
-import os
+try:
+    import _signal  # type: ignore[import-not-found]  # signal's C half, no stub; signal imports enum
+    import os
 
-#: the one line for an interrupt (as Signalled.describe says it): no enum to import for the names
-_NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
+    #: the one line for an interrupt (as Signalled.describe says it): no enum to import for names
+    _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
 
+    def _interrupted(signum: int, frame: object) -> None:
+        os.write(2, f"waitfor: error: interrupted by {_NAMES[signum]}\n".encode())
+        os._exit(128 + signum)
 
-def _interrupted(signum: int, frame: object) -> None:
-    os.write(2, f"waitfor: error: interrupted by {_NAMES[signum]}\n".encode())
-    os._exit(128 + signum)
+    for _signum in _NAMES:
+        # an interrupt inherited ignored (a background job's SIGINT, nohup's SIGHUP) stays so
+        if _signal.getsignal(_signum) != _signal.SIG_IGN:
+            _signal.signal(_signum, _interrupted)
+except KeyboardInterrupt:  # a Ctrl-C before the handler was in place (seen in CI): the same line
+    import os
 
+    os.write(2, b"waitfor: error: interrupted by SIGINT\n")
+    os._exit(130)
 
-for _signum in _NAMES:
-    # an interrupt inherited ignored (a background job's SIGINT, nohup's SIGHUP) stays ignored
-    if _signal.getsignal(_signum) != _signal.SIG_IGN:
-        _signal.signal(_signum, _interrupted)
-
-from waitfor.cli.entry import run  # noqa: E402  # after the handlers: that is the point
+from waitfor.cli.entry import run  # after the handlers: that is the point
 
 if __name__ == "__main__":
     run()
